@@ -1,0 +1,1 @@
+"""Composition and validation of the config tree (conf/)."""

@@ -1,0 +1,100 @@
+"""Command-line overrides: which are config-group choices, and do their keys exist?
+
+Hydra stops at the first unknown key with a message about struct mode; users need
+every bad key at once, each with the key it probably meant.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override, OverrideType
+from omegaconf import DictConfig, OmegaConf
+
+from rllm_sweeps.config.compose import CONF_DIR
+from rllm_sweeps.config.validate import ConfigIssue
+
+
+@dataclass(frozen=True)
+class ParsedOverrides:
+    groups: list[Override]  # config-group choices: task=gsm8k, hydra/launcher=slurm, +sweep=x
+    values: list[Override]  # key=value (possibly a sweep: key=a,b)
+    hydra: list[Override]  # hydra.* keys: Hydra checks those itself
+
+    @property
+    def explicit_keys(self) -> set[str]:
+        """Keys the user set by name (reconciliation treats these as deliberate)."""
+        return {o.key_or_group for o in self.values}
+
+
+def config_groups() -> set[str]:
+    return {p.name for p in CONF_DIR.iterdir() if p.is_dir()} | {"skyrl_native"}
+
+
+def parse_overrides(overrides: Iterable[str]) -> ParsedOverrides:
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    groups, values, hydra = [], [], []
+    known_groups = config_groups()
+    for o in parsed:
+        key = o.key_or_group
+        if key == "hydra" or key.startswith("hydra.") or key.startswith("hydra/"):
+            hydra.append(o)
+        elif "/" in key or key in known_groups:
+            groups.append(o)
+        else:
+            values.append(o)
+    return ParsedOverrides(groups=groups, values=values, hydra=hydra)
+
+
+def all_keys(cfg: DictConfig) -> list[str]:
+    """Every key path of the config (inner nodes too), without resolving."""
+    keys: list[str] = []
+
+    def walk(node: object, prefix: str) -> None:
+        if OmegaConf.is_dict(node):
+            for k in node.keys():  # type: ignore[union-attr]
+                path = f"{prefix}{k}"
+                keys.append(path)
+                walk(node._get_node(k), path + ".")  # type: ignore[union-attr]
+
+    walk(cfg, "")
+    return [k for k in keys if k != "hydra" and not k.startswith("hydra.")]
+
+
+def unknown_key_issues(cfg: DictConfig, values: list[Override], where: str = "") -> list[ConfigIssue]:
+    """Overrides (without +) of keys that the composed config does not have."""
+    known = set(all_keys(cfg))
+    issues = []
+    for o in values:
+        if o.type in (OverrideType.ADD, OverrideType.FORCE_ADD) or o.key_or_group in known:
+            continue
+        key = o.key_or_group
+        hint = did_you_mean(key, known)
+        origin = f" ({where})" if where else ""
+        issues.append(
+            ConfigIssue(
+                key,
+                f"unknown key '{key}'{origin}{hint} `rllm-sweeps keys` lists the common keys; "
+                f"to add a key that does not exist, write +{key}=...",
+            )
+        )
+    return issues
+
+
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    known = list(known)
+    # Compare among keys of the same depth first: trainer.lrr -> trainer.lr.
+    depth = key.count(".")
+    same_depth = [k for k in known if k.count(".") == depth]
+    matches = difflib.get_close_matches(key, same_depth, n=3, cutoff=0.75) or difflib.get_close_matches(
+        key, known, n=3, cutoff=0.75
+    )
+    if not matches:
+        leaf = key.rsplit(".", 1)[-1]
+        matches = [k for k in known if k.rsplit(".", 1)[-1] == leaf][:3]
+    if not matches:
+        return "."
+    return "; did you mean " + " or ".join(f"'{m}'" for m in matches) + "?"

@@ -1,0 +1,162 @@
+"""What a valid value is, per common key, plus the rules that span several keys.
+
+Each check returns None when the value is fine, else a short phrase saying what was
+expected; validate.py turns that into a message naming the key and the bad value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rllm_sweeps.keymap import LOSS_AGG_MODES, NATIVE_ESTIMATORS
+
+Check = Callable[[Any], str | None]
+
+ENGINES = ("jax", "fsdp", "megatron")
+ESTIMATORS = tuple(NATIVE_ESTIMATORS)
+LOSS_FNS = ("importance_sampling", "ppo")
+LOGGERS = ("console", "tensorboard", "wandb")
+RESUME_MODES = ("auto", "disable")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
+
+
+def integer(ge: int | None = None, nullable: bool = False) -> Check:
+    def check(v: Any) -> str | None:
+        if v is None and nullable:
+            return None
+        bound = f" >= {ge}" if ge is not None else ""
+        expected = f"an integer{bound}" + (" or null" if nullable else "")
+        if not _is_int(v) or (ge is not None and v < ge):
+            return expected
+        return None
+
+    return check
+
+
+def number(gt: float | None = None, ge: float | None = None, le: float | None = None, lt: float | None = None) -> Check:
+    bounds = [f"> {gt}" if gt is not None else "", f">= {ge}" if ge is not None else ""]
+    bounds += [f"<= {le}" if le is not None else "", f"< {lt}" if lt is not None else ""]
+    expected = "a number " + " and ".join(b for b in bounds if b)
+
+    def check(v: Any) -> str | None:
+        if not _is_number(v):
+            return expected.strip()
+        if (gt is not None and not v > gt) or (ge is not None and not v >= ge):
+            return expected
+        if (le is not None and not v <= le) or (lt is not None and not v < lt):
+            return expected
+        return None
+
+    return check
+
+
+def one_of(*allowed: str) -> Check:
+    def check(v: Any) -> str | None:
+        return None if v in allowed else "one of " + ", ".join(allowed)
+
+    return check
+
+
+def boolean(v: Any) -> str | None:
+    return None if isinstance(v, bool) else "true or false"
+
+
+def text(v: Any) -> str | None:
+    return None if isinstance(v, str) and v else "a non-empty string"
+
+
+def list_of(item: Check, length: int | None = None) -> Check:
+    def check(v: Any) -> str | None:
+        if not isinstance(v, list | tuple) or (length is not None and len(v) != length):
+            return f"a list of {length or 'any number of'} items"
+        for x in v:
+            if problem := item(x):
+                return f"a list whose items are {problem}"
+        return None
+
+    return check
+
+
+# Every common leaf in conf/config.yaml has a rule here (a test keeps the two in step).
+RULES: dict[str, Check] = {
+    "model.path": text,
+    "model.lora.rank": integer(ge=1),
+    "model.lora.alpha": integer(ge=1),
+    "data.train_batch_size": integer(ge=1),
+    "data.val_batch_size": integer(ge=1),
+    "data.max_prompt_length": integer(ge=1),
+    "data.max_response_length": integer(ge=1),
+    "rollout.n": integer(ge=1),
+    "rollout.n_val": integer(ge=1),
+    "rollout.train.temperature": number(ge=0),
+    "rollout.train.top_p": number(gt=0, le=1),
+    "rollout.val.temperature": number(ge=0),
+    "rollout.val.top_p": number(gt=0, le=1),
+    "trainer.lr": number(gt=0),
+    "trainer.weight_decay": number(ge=0),
+    "trainer.adam_betas": list_of(number(ge=0, lt=1), length=2),
+    "trainer.max_grad_norm": number(ge=0),
+    "trainer.mini_batch_size": integer(ge=1),
+    "trainer.total_epochs": integer(ge=1),
+    "trainer.total_batches": integer(ge=1, nullable=True),
+    "trainer.test_freq": integer(ge=0),
+    "trainer.save_freq": integer(ge=0),
+    "trainer.val_before_train": boolean,
+    "trainer.seed": integer(ge=0),
+    "trainer.logger": list_of(one_of(*LOGGERS)),
+    "trainer.project_name": text,
+    "trainer.experiment_name": text,
+    "trainer.resume_mode": one_of(*RESUME_MODES),
+    "algorithm.adv_estimator": one_of(*ESTIMATORS),
+    "algorithm.norm_adv_by_std_in_grpo": boolean,
+    "algorithm.loss_fn": one_of(*LOSS_FNS),
+    "algorithm.eps_clip": number(gt=0, lt=1),
+    "algorithm.eps_clip_high": number(gt=0),
+    "algorithm.use_kl_loss": boolean,
+    "algorithm.kl_beta": number(ge=0),
+    "algorithm.loss_agg_mode": one_of(*LOSS_AGG_MODES),
+    "resources.nodes": integer(ge=1),
+    "resources.gpus_per_node": integer(ge=0),
+    "resources.cpus_per_task": integer(ge=1),
+    "resources.mem_gb": number(gt=0),
+    "resources.time_min": integer(ge=1),
+    "skyrl.engine": one_of(*ENGINES),
+}
+
+
+@dataclass(frozen=True)
+class CrossRule:
+    """A rule over several keys: `keys` are named in the message."""
+
+    keys: tuple[str, ...]
+    holds: Callable[..., bool]
+    message: str
+
+
+CROSS_RULES: tuple[CrossRule, ...] = (
+    CrossRule(
+        ("data.train_batch_size", "trainer.mini_batch_size"),
+        lambda batch, mini: batch % mini == 0,
+        "data.train_batch_size must be a multiple of trainer.mini_batch_size",
+    ),
+    CrossRule(
+        ("algorithm.use_kl_loss", "skyrl.engine"),
+        lambda use_kl, engine: not (use_kl and engine == "jax"),
+        "algorithm.use_kl_loss=true needs a reference model: use skyrl.engine=fsdp or megatron",
+    ),
+    CrossRule(
+        ("resources.gpus_per_node", "skyrl.engine"),
+        lambda gpus, engine: engine == "jax" or gpus >= 1,
+        "skyrl.engine=fsdp/megatron trains on GPUs: set resources.gpus_per_node >= 1",
+    ),
+)

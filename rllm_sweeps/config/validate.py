@@ -1,0 +1,225 @@
+"""Validation of a composed, reconciled config: every problem at once, before anything runs.
+
+Three layers:
+- common keys (rules.py): types, enums, ranges, cross-key rules;
+- SkyRL's native trainer tree: types against SkyRLTrainConfig's annotations (SkyRL does
+  not check them), enums SkyRL only rejects at run time, then SkyRL's own validate_cfg;
+- the JAX engine's settings through SkyRL's JaxBackendConfig (pydantic).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import traceback
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rllm_sweeps.config.rules import CROSS_RULES, LOGGERS, RULES
+from rllm_sweeps.keymap import KEY_MAPPINGS
+
+# Enums SkyRL 0.4.0 lets through validate_cfg and only trips over at run time.
+NATIVE_ENUMS: dict[str, tuple[str, ...]] = {
+    "trainer.strategy": ("fsdp", "fsdp2", "megatron"),
+    "trainer.logger": ("wandb", "mlflow", "swanlab", "tensorboard", "console"),
+    "generator.inference_engine.backend": ("vllm",),
+    "trainer.algorithm.kl_estimator_type": ("k1", "k2", "k3", "abs"),
+}
+NATIVE_PREFIX = "skyrl.train."
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(ValueError):
+    """A config that must not run; `issues` lists every problem found."""
+
+    def __init__(self, issues: list[ConfigIssue], where: str = "") -> None:
+        self.issues = issues
+        self.where = where
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        head = f"Invalid configuration{' in ' + self.where if self.where else ''}"
+        if len(self.issues) == 1:
+            return f"{head}: {self.issues[0]}"
+        return f"{head} ({len(self.issues)} problems):\n" + "\n".join(f"  - {i}" for i in self.issues)
+
+
+def _get(tree: dict[str, Any], key: str) -> Any:
+    node: Any = tree
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def validate(cfg: DictConfig) -> list[ConfigIssue]:
+    """All problems of a composed and reconciled config (empty list = valid)."""
+    try:
+        plain = OmegaConf.to_container(cfg, resolve=True)
+    except Exception as err:  # an interpolation that does not resolve
+        return [ConfigIssue("?", f"cannot resolve the config: {err}")]
+    issues = check_common(plain)
+    skyrl = plain.get("skyrl") or {}
+    if "train" in skyrl:
+        # A bad common key already shows up through its interpolated native keys: say it once.
+        bad_common = {i.key for i in issues}
+        shadowed = {m.native for m in KEY_MAPPINGS if m.common in bad_common}
+        native = [i for i in check_native_train(skyrl["train"], skyrl.get("engine"), run_skyrl=not issues)]
+        issues += [i for i in native if i.key not in shadowed]
+    if "jax" in skyrl and skyrl.get("engine") == "jax":
+        issues += check_jax(skyrl["jax"])
+    return issues
+
+
+def check_common(plain: dict[str, Any]) -> list[ConfigIssue]:
+    issues = []
+    for key, check in RULES.items():
+        value = _get(plain, key)
+        if problem := check(value):
+            issues.append(ConfigIssue(key, f"{key}={value!r} is invalid: expected {problem}"))
+    bad = {i.key for i in issues}
+    for rule in CROSS_RULES:
+        if bad.isdisjoint(rule.keys) and not rule.holds(*(_get(plain, k) for k in rule.keys)):
+            values = ", ".join(f"{k}={_get(plain, k)!r}" for k in rule.keys)
+            issues.append(ConfigIssue(rule.keys[0], f"{rule.message} (got {values})"))
+    return issues
+
+
+def check_native_train(train: dict[str, Any], engine: str | None, run_skyrl: bool = True) -> list[ConfigIssue]:
+    from skyrl.train.config import SkyRLTrainConfig
+
+    issues = [ConfigIssue(NATIVE_PREFIX + k, m) for k, m in _type_problems(SkyRLTrainConfig, train, "")]
+    for key, allowed in NATIVE_ENUMS.items():
+        value = _get(train, key)
+        if value not in allowed:
+            full = NATIVE_PREFIX + key
+            issues.append(ConfigIssue(full, f"{full}={value!r} is invalid: expected one of {', '.join(allowed)}"))
+    if issues or not run_skyrl:
+        return issues  # SkyRL's own checks assume well-typed input
+    return _skyrl_validate_cfg(train, engine)
+
+
+def _skyrl_validate_cfg(train: dict[str, Any], engine: str | None) -> list[ConfigIssue]:
+    from skyrl.train.config import SkyRLTrainConfig
+    from skyrl.train.utils.utils import validate_cfg
+
+    if engine == "jax":
+        # The JAX engine runs our loop with our trackers; SkyRL's tracker (and its
+        # WANDB_API_KEY demand) only matters for the fsdp/megatron trainer.
+        train = {**train, "trainer": {**train["trainer"], "logger": "console"}}
+    try:
+        skyrl_cfg = SkyRLTrainConfig.from_dict_config(OmegaConf.create(train))
+        validate_cfg(skyrl_cfg)
+    except (AssertionError, ValueError, TypeError, NotImplementedError, ZeroDivisionError) as err:
+        text = str(err) or _failed_check(err)
+        if "WANDB_API_KEY" in text and not os.environ.get("WANDB_API_KEY"):
+            text += " (or use trainer.logger=[console] / tensorboard)"
+        return [ConfigIssue(NATIVE_PREFIX.rstrip("."), f"SkyRL rejects skyrl.train: {text}")]
+    return []
+
+
+def _failed_check(err: BaseException) -> str:
+    """SkyRL asserts without messages in places: show the failed condition instead."""
+    frames = traceback.extract_tb(err.__traceback__)
+    line = (frames[-1].line or "").strip() if frames else ""
+    return f"{type(err).__name__} at `{line}`" if line else type(err).__name__
+
+
+def check_jax(jax_settings: dict[str, Any]) -> list[ConfigIssue]:
+    from pydantic import ValidationError
+    from skyrl.backends.jax import JaxBackendConfig
+
+    try:
+        JaxBackendConfig(**jax_settings)
+    except ValidationError as err:
+        return [
+            ConfigIssue(
+                "skyrl.jax." + ".".join(map(str, e["loc"])),
+                f"skyrl.jax.{'.'.join(map(str, e['loc']))}={e.get('input')!r} is invalid: {e['msg']}",
+            )
+            for e in err.errors()
+        ]
+    return []
+
+
+# ---- types of SkyRL's dataclass tree -------------------------------------------------
+
+
+def _type_problems(datacls: type, data: Any, prefix: str) -> list[tuple[str, str]]:
+    if not isinstance(data, dict):
+        return [(prefix.rstrip("."), f"expected a mapping for {datacls.__name__}, got {data!r}")]
+    hints = typing.get_type_hints(datacls)
+    problems = []
+    for field in dataclasses.fields(datacls):
+        if field.name not in data:
+            continue
+        key = prefix + field.name
+        problems += _value_problems(hints[field.name], data[field.name], key)
+    return problems
+
+
+def _value_problems(hint: Any, value: Any, key: str) -> list[tuple[str, str]]:
+    if dataclasses.is_dataclass(hint):
+        if value is None:
+            return []
+        return _type_problems(hint, value, key + ".")
+    if _matches(hint, value):
+        return []
+    return [(key, f"{NATIVE_PREFIX}{key}={value!r} is invalid: expected {_describe(hint)}")]
+
+
+def _matches(hint: Any, value: Any) -> bool:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is Any or hint is object:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(a, value) for a in args)
+    if hint is type(None):
+        return value is None
+    if origin is typing.Literal:
+        return value in args
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if origin in (list, tuple, typing.List, typing.Tuple):  # noqa: UP006
+        return isinstance(value, list | tuple) and (not args or all(_matches(args[0], v) for v in value))
+    if origin in (dict, typing.Dict):  # noqa: UP006
+        return isinstance(value, dict)
+    if dataclasses.is_dataclass(hint):
+        return isinstance(value, dict)
+    return True  # a type we do not model: leave it to SkyRL
+
+
+def _describe(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in typing.get_args(hint))
+    if hint is type(None):
+        return "null"
+    if origin is typing.Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(hint)))
+    if origin is not None:
+        return getattr(origin, "__name__", str(origin))
+    return getattr(hint, "__name__", str(hint))
+
+
+__all__ = ["ConfigError", "ConfigIssue", "LOGGERS", "validate"]

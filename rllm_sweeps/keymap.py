@@ -1,0 +1,257 @@
+"""The one table that maps rLLM-common keys onto SkyRL-native keys.
+
+Everything that needs to know which native key means the same as a common key reads
+this table: the interpolations planted in the composed config (config/native.py),
+the `rllm-sweeps keys` listing, conflict detection and reconciliation (below), and
+validation. There is no second copy of the mapping anywhere.
+
+Identity mappings become plain interpolations (``${trainer.lr}``) so `--cfg job`
+stays readable; mappings whose meaning needs a transform go through the
+``rllm_native`` resolver, which looks the entry up here by its native key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+RESOLVER = "rllm_native"
+
+
+@dataclass(frozen=True)
+class KeyMapping:
+    """One common key and one native key that carry the same setting."""
+
+    common: str
+    native: str  # full path in the composed config, e.g. skyrl.train.trainer.epochs
+    meaning: str
+    to_native: Callable[[Any], Any] | None = None  # None = identity
+    to_common: Callable[[Any], Any] | None = None  # inverse; None with to_native set = not invertible
+
+    @property
+    def is_identity(self) -> bool:
+        return self.to_native is None
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        """Engines that read the native key."""
+        return ("jax",) if self.native.startswith("skyrl.jax.") else ("fsdp", "megatron")
+
+    def native_value(self, common_value: Any) -> Any:
+        return common_value if self.to_native is None else self.to_native(common_value)
+
+    def common_value(self, native_value: Any) -> Any:
+        if self.to_native is None:
+            return native_value
+        if self.to_common is None:
+            raise ValueError(f"{self.native} cannot be translated back; set {self.common} instead")
+        return self.to_common(native_value)
+
+    def interpolation(self) -> str:
+        if self.is_identity:
+            return "${" + self.common + "}"
+        return "${" + RESOLVER + ":'" + self.native + "'}"
+
+
+# rLLM's advantage-estimator names -> SkyRL's registry names.
+_ESTIMATORS = {
+    "grpo": "grpo",
+    "rloo": "rloo",
+    "reinforce": "reinforce++",
+    "reinforce_plus_plus_baseline": "reinforce++",
+}
+_ESTIMATORS_BACK = {"grpo": "grpo", "rloo": "rloo", "reinforce++": "reinforce_plus_plus_baseline"}
+
+# rLLM's loss aggregation names (verl's spelling) -> SkyRL's loss_reduction names.
+_LOSS_AGG = {
+    "token-mean": "token_mean",
+    "seq-mean-token-mean": "sequence_mean",
+    "seq-mean-token-sum-norm": "seq_mean_token_sum_norm",
+}
+_LOSS_AGG_BACK = {v: k for k, v in _LOSS_AGG.items()}
+
+
+def _logger_to_native(loggers: Any) -> str:
+    """rLLM takes a list of trackers; SkyRL one. The first non-console one wins."""
+    items = [loggers] if isinstance(loggers, str) else list(loggers or [])
+    others = [x for x in items if x != "console"]
+    return others[0] if others else "console"
+
+
+def _lookup(table: dict[str, str], what: str) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        # Unknown values pass through unchanged; validation reports them with the allowed set.
+        return table.get(value, value)
+
+    convert.__name__ = f"{what}_names"
+    return convert
+
+
+_T = "skyrl.train."
+_J = "skyrl.jax."
+
+KEY_MAPPINGS: tuple[KeyMapping, ...] = (
+    KeyMapping("model.path", _T + "trainer.policy.model.path", "policy model directory"),
+    KeyMapping("model.path", _T + "trainer.ref.model.path", "reference model directory"),
+    KeyMapping("model.lora.rank", _T + "trainer.policy.model.lora.rank", "LoRA rank"),
+    KeyMapping("model.lora.alpha", _T + "trainer.policy.model.lora.alpha", "LoRA alpha"),
+    KeyMapping("model.lora.rank", _J + "max_lora_rank", "LoRA rank the JAX engine allocates"),
+    KeyMapping("data.train_batch_size", _T + "trainer.train_batch_size", "prompts per training step"),
+    KeyMapping("data.val_batch_size", _T + "trainer.eval_batch_size", "prompts per validation batch"),
+    KeyMapping("data.max_prompt_length", _T + "trainer.max_prompt_length", "prompt length limit (tokens)"),
+    KeyMapping("data.max_prompt_length", _T + "generator.max_input_length", "generator input limit (tokens)"),
+    KeyMapping(
+        "data.max_response_length",
+        _T + "generator.sampling_params.max_generate_length",
+        "tokens sampled per response",
+    ),
+    KeyMapping("rollout.n", _T + "generator.n_samples_per_prompt", "samples per prompt (group size)"),
+    KeyMapping("rollout.n_val", _T + "generator.eval_n_samples_per_prompt", "samples per validation prompt"),
+    KeyMapping("rollout.train.temperature", _T + "generator.sampling_params.temperature", "sampling temperature"),
+    KeyMapping("rollout.train.top_p", _T + "generator.sampling_params.top_p", "nucleus sampling p"),
+    KeyMapping(
+        "rollout.val.temperature", _T + "generator.eval_sampling_params.temperature", "validation temperature"
+    ),
+    KeyMapping("rollout.val.top_p", _T + "generator.eval_sampling_params.top_p", "validation nucleus p"),
+    KeyMapping("trainer.lr", _T + "trainer.policy.optimizer_config.lr", "policy learning rate"),
+    KeyMapping("trainer.weight_decay", _T + "trainer.policy.optimizer_config.weight_decay", "AdamW weight decay"),
+    KeyMapping("trainer.adam_betas", _T + "trainer.policy.optimizer_config.adam_betas", "Adam betas"),
+    KeyMapping("trainer.max_grad_norm", _T + "trainer.policy.optimizer_config.max_grad_norm", "gradient clip norm"),
+    KeyMapping("trainer.mini_batch_size", _T + "trainer.policy_mini_batch_size", "prompts per optimizer step"),
+    KeyMapping("trainer.total_epochs", _T + "trainer.epochs", "passes over the training data"),
+    KeyMapping("trainer.total_batches", _T + "trainer.max_training_steps", "training steps (null = all data)"),
+    KeyMapping("trainer.test_freq", _T + "trainer.eval_interval", "validate every N steps"),
+    KeyMapping("trainer.save_freq", _T + "trainer.ckpt_interval", "checkpoint every N steps"),
+    KeyMapping("trainer.val_before_train", _T + "trainer.eval_before_train", "validate before the first step"),
+    KeyMapping("trainer.seed", _T + "trainer.seed", "random seed"),
+    KeyMapping("trainer.project_name", _T + "trainer.project_name", "tracker project"),
+    KeyMapping("trainer.experiment_name", _T + "trainer.run_name", "tracker run name"),
+    KeyMapping(
+        "trainer.logger",
+        _T + "trainer.logger",
+        "trackers (SkyRL takes one: the first non-console)",
+        to_native=_logger_to_native,
+        to_common=lambda v: [v],
+    ),
+    KeyMapping(
+        "algorithm.adv_estimator",
+        _T + "trainer.algorithm.advantage_estimator",
+        "advantage estimator",
+        to_native=_lookup(_ESTIMATORS, "estimator"),
+        to_common=_lookup(_ESTIMATORS_BACK, "estimator"),
+    ),
+    KeyMapping(
+        "algorithm.norm_adv_by_std_in_grpo", _T + "trainer.algorithm.grpo_norm_by_std", "GRPO std normalisation"
+    ),
+    KeyMapping("algorithm.eps_clip", _T + "trainer.algorithm.eps_clip_low", "PPO clip (low side)"),
+    KeyMapping("algorithm.eps_clip_high", _T + "trainer.algorithm.eps_clip_high", "PPO clip (high side)"),
+    KeyMapping("algorithm.kl_beta", _T + "trainer.algorithm.kl_loss_coef", "KL loss coefficient"),
+    KeyMapping("algorithm.use_kl_loss", _T + "trainer.algorithm.use_kl_loss", "KL loss against the reference"),
+    KeyMapping(
+        "algorithm.loss_agg_mode",
+        _T + "trainer.algorithm.loss_reduction",
+        "loss aggregation over tokens",
+        to_native=_lookup(_LOSS_AGG, "loss_agg"),
+        to_common=_lookup(_LOSS_AGG_BACK, "loss_agg"),
+    ),
+    KeyMapping("resources.nodes", _T + "trainer.placement.policy_num_nodes", "nodes per job"),
+    KeyMapping(
+        "resources.gpus_per_node",
+        _T + "trainer.placement.policy_num_gpus_per_node",
+        "GPUs per node (0 = CPU; SkyRL's placement needs >= 1)",
+        to_native=lambda gpus: max(1, gpus) if isinstance(gpus, int) else gpus,
+        to_common=lambda gpus: gpus,
+    ),
+)
+
+BY_NATIVE: dict[str, KeyMapping] = {m.native: m for m in KEY_MAPPINGS}
+NATIVE_ESTIMATORS = _ESTIMATORS
+LOSS_AGG_MODES = tuple(_LOSS_AGG)
+
+
+def _plain(value: Any) -> Any:
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+
+
+def _resolve_native(native_key: str, *, _root_: DictConfig) -> Any:
+    mapping = BY_NATIVE[native_key]
+    value = OmegaConf.select(_root_, mapping.common)
+    return mapping.native_value(_plain(value))
+
+
+def register_resolver() -> None:
+    if not OmegaConf.has_resolver(RESOLVER):
+        OmegaConf.register_new_resolver(RESOLVER, _resolve_native)
+
+
+register_resolver()
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """What reconcile() did: common keys set from native overrides, and conflicts."""
+
+    adopted: list[tuple[str, str, Any]]  # (common, native, value)
+    conflicts: list[str]  # error messages naming both keys
+
+
+def _is_planted(cfg: DictConfig, mapping: KeyMapping) -> bool:
+    """True while the native key still holds the interpolation we planted."""
+    parent_key, _, leaf = mapping.native.rpartition(".")
+    parent = OmegaConf.select(cfg, parent_key)
+    if parent is None or leaf not in parent:
+        return True  # native tree absent (another backend)
+    raw = parent._get_node(leaf)._value()  # the unresolved value
+    return raw == mapping.interpolation()
+
+
+def reconcile(cfg: DictConfig, explicit: set[str]) -> Reconciliation:
+    """Make common and native keys agree, in place.
+
+    A native key set on its own (it no longer holds our interpolation) is honoured:
+    its common key takes the translated value, so reports and the loop see it.
+    `explicit` holds the keys the user set (overrides, sweep dimensions). If the user
+    set both names of one setting to different values, that is a conflict.
+    """
+    adopted: list[tuple[str, str, Any]] = []
+    conflicts: list[str] = []
+    decided: dict[str, tuple[str, Any]] = {}  # common -> (native that set it, value)
+    for mapping in KEY_MAPPINGS:
+        if _is_planted(cfg, mapping):
+            continue
+        native_value = _plain(OmegaConf.select(cfg, mapping.native))
+        common_value = _plain(OmegaConf.select(cfg, mapping.common))
+        if mapping.native_value(common_value) == native_value:
+            continue  # both spell the same value
+        try:
+            wanted = mapping.common_value(native_value)
+        except ValueError as err:
+            conflicts.append(f"{mapping.native}={native_value!r} disagrees with {mapping.common}: {err}")
+            continue
+        if mapping.common in explicit:
+            conflicts.append(
+                f"{mapping.common}={common_value!r} and {mapping.native}={native_value!r} set the same "
+                f"setting to different values; set only {mapping.common}"
+            )
+            continue
+        if mapping.common in decided and decided[mapping.common][1] != wanted:
+            other, other_value = decided[mapping.common]
+            conflicts.append(
+                f"{other}={other_value!r} and {mapping.native}={native_value!r} both set {mapping.common} "
+                f"to different values; set only {mapping.common}"
+            )
+            continue
+        decided[mapping.common] = (mapping.native, wanted)
+    for common, (native, value) in decided.items():
+        OmegaConf.update(cfg, common, value, merge=False)
+        adopted.append((common, native, value))
+    if not conflicts:
+        # Natives set alone become interpolations again, so every name reads one value.
+        for mapping in KEY_MAPPINGS:
+            if mapping.common in decided and not _is_planted(cfg, mapping):
+                parent_key, _, leaf = mapping.native.rpartition(".")
+                OmegaConf.select(cfg, parent_key)[leaf] = mapping.interpolation()
+    return Reconciliation(adopted=adopted, conflicts=conflicts)
