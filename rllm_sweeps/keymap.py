@@ -112,9 +112,7 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     KeyMapping("rollout.n_val", _T + "generator.eval_n_samples_per_prompt", "samples per validation prompt"),
     KeyMapping("rollout.train.temperature", _T + "generator.sampling_params.temperature", "sampling temperature"),
     KeyMapping("rollout.train.top_p", _T + "generator.sampling_params.top_p", "nucleus sampling p"),
-    KeyMapping(
-        "rollout.val.temperature", _T + "generator.eval_sampling_params.temperature", "validation temperature"
-    ),
+    KeyMapping("rollout.val.temperature", _T + "generator.eval_sampling_params.temperature", "validation temperature"),
     KeyMapping("rollout.val.top_p", _T + "generator.eval_sampling_params.top_p", "validation nucleus p"),
     KeyMapping("trainer.lr", _T + "trainer.policy.optimizer_config.lr", "policy learning rate"),
     KeyMapping("trainer.weight_decay", _T + "trainer.policy.optimizer_config.weight_decay", "AdamW weight decay"),
@@ -194,7 +192,7 @@ register_resolver()
 class Reconciliation:
     """What reconcile() did: common keys set from native overrides, and conflicts."""
 
-    adopted: list[tuple[str, str, Any]]  # (common, native, value)
+    adopted: list[tuple[str, str, Any]]  # (common, native, the native value given)
     conflicts: list[str]  # error messages naming both keys
 
 
@@ -218,7 +216,7 @@ def reconcile(cfg: DictConfig, explicit: set[str]) -> Reconciliation:
     """
     adopted: list[tuple[str, str, Any]] = []
     conflicts: list[str] = []
-    decided: dict[str, tuple[str, Any]] = {}  # common -> (native that set it, value)
+    decided: dict[str, tuple[str, Any, Any]] = {}  # common -> (native that set it, its value, common value)
     for mapping in KEY_MAPPINGS:
         if _is_planted(cfg, mapping):
             continue
@@ -237,17 +235,17 @@ def reconcile(cfg: DictConfig, explicit: set[str]) -> Reconciliation:
                 f"setting to different values; set only {mapping.common}"
             )
             continue
-        if mapping.common in decided and decided[mapping.common][1] != wanted:
-            other, other_value = decided[mapping.common]
+        if mapping.common in decided and decided[mapping.common][2] != wanted:
+            other, other_value, _ = decided[mapping.common]
             conflicts.append(
                 f"{other}={other_value!r} and {mapping.native}={native_value!r} both set {mapping.common} "
                 f"to different values; set only {mapping.common}"
             )
             continue
-        decided[mapping.common] = (mapping.native, wanted)
-    for common, (native, value) in decided.items():
-        OmegaConf.update(cfg, common, value, merge=False)
-        adopted.append((common, native, value))
+        decided[mapping.common] = (mapping.native, native_value, wanted)
+    for common, (native, native_value, wanted) in decided.items():
+        OmegaConf.update(cfg, common, wanted, merge=False)
+        adopted.append((common, native, native_value))
     if not conflicts:
         # Natives set alone become interpolations again, so every name reads one value.
         for mapping in KEY_MAPPINGS:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.overrides import parse_overrides, unknown_key_issues
@@ -23,7 +23,7 @@ def check_override_keys(overrides: Iterable[str], where: str = "") -> None:
     """Reject overrides of unknown keys (all at once) before anything else composes."""
     parsed = parse_overrides(overrides)
     base = compose_config([o.input_line for o in parsed.groups])
-    issues = unknown_key_issues(base, parsed.values, where)
+    issues = unknown_key_issues(base, parsed.values)
     if issues:
         raise ConfigError(issues, where)
 
@@ -34,10 +34,14 @@ def finalize(cfg: DictConfig, overrides: Iterable[str], where: str = "", notify:
     result = reconcile(cfg, explicit)
     issues = [ConfigIssue(c.split("=", 1)[0], c) for c in result.conflicts]
     if not issues:
-        issues = validate(cfg)
+        # A bad value that came in through a native name is reported under both names.
+        origin = {common: f" (set through {native}={value!r})" for common, native, value in result.adopted}
+        issues = [ConfigIssue(i.key, i.message + origin.get(i.key, "")) for i in validate(cfg)]
     if issues:
         raise ConfigError(issues, where)
-    for common, native, value in result.adopted:
+    for common, native, _ in result.adopted:
+        value = OmegaConf.select(cfg, common)
+        value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
         notify(f"note: {native} is SkyRL's name for {common}; using {common}={value!r}")
     return cfg
 

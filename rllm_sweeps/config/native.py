@@ -7,7 +7,9 @@ by its full path without `+`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -18,12 +20,25 @@ from rllm_sweeps.keymap import KEY_MAPPINGS
 NATIVE_ROOT = "skyrl"
 
 
+@contextlib.contextmanager
+def quiet_skyrl() -> Iterator[None]:
+    """Silence SkyRL's loguru notices (e.g. "no vLLM" on import): noise for a config tool."""
+    from loguru import logger
+
+    logger.disable("skyrl")
+    try:
+        yield
+    finally:
+        logger.enable("skyrl")
+
+
 @functools.cache
 def skyrl_train_defaults() -> dict[str, Any]:
     """SkyRLTrainConfig() as a plain dict (SkyRL's own defaults, about 420 leaves)."""
-    from skyrl.train.config import SkyRLTrainConfig, get_config_as_yaml_str
+    with quiet_skyrl():
+        from skyrl.train.config import SkyRLTrainConfig, get_config_as_yaml_str
 
-    return OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(SkyRLTrainConfig())))
+        return OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(SkyRLTrainConfig())))
 
 
 def planted_tree() -> DictConfig:
@@ -37,4 +52,5 @@ def planted_tree() -> DictConfig:
 
 
 def register() -> None:
+    """Make `skyrl_native/planted` available to Hydra (idempotent)."""
     ConfigStore.instance().store(group="skyrl_native", name="planted", node=planted_tree())

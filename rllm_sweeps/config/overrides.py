@@ -64,7 +64,7 @@ def all_keys(cfg: DictConfig) -> list[str]:
     return [k for k in keys if k != "hydra" and not k.startswith("hydra.")]
 
 
-def unknown_key_issues(cfg: DictConfig, values: list[Override], where: str = "") -> list[ConfigIssue]:
+def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIssue]:
     """Overrides (without +) of keys that the composed config does not have."""
     known = set(all_keys(cfg))
     issues = []
@@ -73,11 +73,10 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override], where: str = "")
             continue
         key = o.key_or_group
         hint = did_you_mean(key, known)
-        origin = f" ({where})" if where else ""
         issues.append(
             ConfigIssue(
                 key,
-                f"unknown key '{key}'{origin}{hint} `rllm-sweeps keys` lists the common keys; "
+                f"unknown key '{key}'{hint} `rllm-sweeps keys` lists the common keys; "
                 f"to add a key that does not exist, write +{key}=...",
             )
         )

@@ -10,6 +10,7 @@ Three layers:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import traceback
 import types
@@ -19,6 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.rules import CROSS_RULES, LOGGERS, RULES
 from rllm_sweeps.keymap import KEY_MAPPINGS
 
@@ -71,6 +73,11 @@ def validate(cfg: DictConfig) -> list[ConfigIssue]:
         plain = OmegaConf.to_container(cfg, resolve=True)
     except Exception as err:  # an interpolation that does not resolve
         return [ConfigIssue("?", f"cannot resolve the config: {err}")]
+    with quiet_skyrl():
+        return _validate_plain(plain)
+
+
+def _validate_plain(plain: dict[str, Any]) -> list[ConfigIssue]:
     issues = check_common(plain)
     skyrl = plain.get("skyrl") or {}
     if "train" in skyrl:
@@ -140,6 +147,8 @@ def _failed_check(err: BaseException) -> str:
 
 def check_jax(jax_settings: dict[str, Any]) -> list[ConfigIssue]:
     from pydantic import ValidationError
+
+    logging.getLogger("absl").setLevel(logging.ERROR)  # "Tensorflow library not found" on import
     from skyrl.backends.jax import JaxBackendConfig
 
     try:

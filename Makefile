@@ -1,0 +1,39 @@
+# rllm-sweeps: set-up, the embedded default run, tests, lint.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# SkyRL needs Python 3.12: take the first interpreter that really is 3.12
+# (pyenv shims answer to the name even when that version is not selected).
+PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
+	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
+
+.PHONY: setup run test lint format clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@if [ -z "$(PYTHON312)" ]; then echo "error: Python 3.12 not found (SkyRL needs it). Install it (e.g. 'pyenv install 3.12') and rerun make." >&2; exit 1; fi
+	@echo "Creating $(VENV) with $(PYTHON312) and installing rllm-sweeps (first time: a few minutes)..."
+	$(PYTHON312) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+run: setup
+	$(PY) train.py $(ARGS)
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf outputs multirun .pytest_cache

@@ -1,0 +1,93 @@
+"""What `python train.py ...` does around Hydra: friendly pre-flight checks, then the job.
+
+Hydra composes the config and stops at the first unknown key with a message about
+"struct mode"; the pre-flight check reports every unknown key with a suggestion
+first, and answers `--help` and `--cfg job` with the reconciled, validated config.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from omegaconf import DictConfig, OmegaConf
+
+from rllm_sweeps.config.validate import ConfigError
+
+EXIT_BAD_CONFIG = 2
+
+
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_BAD_CONFIG)
+
+
+def preflight(argv: list[str]) -> None:
+    """Check the command line before Hydra runs; may print and exit."""
+    from hydra._internal.utils import get_args_parser
+
+    from rllm_sweeps.config.load import check_override_keys, load_config
+
+    args = get_args_parser().parse_args(argv)
+    if args.help:
+        print(usage())
+        raise SystemExit(0)
+    try:
+        check_override_keys(args.overrides, where="command line")
+        if args.cfg == "job" and not args.multirun:
+            cfg = load_config(args.overrides, where="command line")
+            print(OmegaConf.to_yaml(cfg, resolve=args.resolve), end="")
+            raise SystemExit(0)
+    except ConfigError as err:
+        fail(str(err))
+
+
+def run_hydra_job(cfg: DictConfig) -> dict:
+    """The body of the Hydra app: reconcile, validate, then train."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from rllm_sweeps.config.load import finalize
+
+    overrides = list(HydraConfig.get().overrides.task)
+    try:
+        finalize(cfg, overrides, where="command line")
+    except ConfigError as err:
+        fail(str(err))
+    from rllm_sweeps.job import run_job
+
+    return run_job(cfg, overrides)
+
+
+def usage() -> str:
+    from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.keymap import KEY_MAPPINGS
+
+    cfg = load_config([], notify=lambda _: None)
+    natives: dict[str, list[str]] = {}
+    for m in KEY_MAPPINGS:
+        natives.setdefault(m.common, []).append(m.native)
+    lines = [
+        "usage: python train.py [KEY=VALUE ...]            one training job",
+        "       python train.py -m KEY=A,B ... [+sweep=NAME] a sweep (Hydra multirun)",
+        "       python train.py --cfg job [KEY=VALUE ...]  print the resolved, validated config",
+        "",
+        "Common keys (rLLM names; `rllm-sweeps keys` shows the SkyRL-native name of each):",
+    ]
+    for section in ("model", "data", "rollout", "trainer", "algorithm", "resources"):
+        for key, value in _leaves(OmegaConf.to_container(cfg[section], resolve=True), section):
+            lines.append(f"  {key:<36} {value!r:<24} {'-> ' + natives[key][0] if key in natives else ''}")
+    example = next(m for m in KEY_MAPPINGS if m.common == "trainer.lr")
+    lines += [
+        "",
+        "Engine: skyrl.engine=jax|fsdp|megatron; any SkyRL-native key by its full path, e.g.",
+        f"  {example.native}=2e-6   (the same setting as {example.common})",
+        "Hydra's own help: --hydra-help",
+    ]
+    return "\n".join(lines)
+
+
+def _leaves(tree: dict, prefix: str) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for key, value in tree.items():
+        path = f"{prefix}.{key}"
+        out += _leaves(value, path) if isinstance(value, dict) else [(path, value)]
+    return out

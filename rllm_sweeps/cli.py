@@ -1,0 +1,65 @@
+"""The `rllm-sweeps` command: keys, validate (more subcommands join as they are built)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rllm_sweeps.config.validate import ConfigError
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """Every common key with its SkyRL-native key(s), default and meaning, from the key map."""
+    from omegaconf import OmegaConf
+
+    from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.keymap import KEY_MAPPINGS
+
+    cfg = load_config([], notify=lambda _: None)
+    rows = [("common key", "native key", "default", "meaning")]
+    for m in KEY_MAPPINGS:
+        default = OmegaConf.select(cfg, m.common)
+        if OmegaConf.is_config(default):
+            default = OmegaConf.to_container(default)
+        transform = "" if m.is_identity else f" (via {m.to_native.__name__})"
+        rows.append((m.common, m.native, repr(default), m.meaning + transform))
+    if args.markdown:
+        print("| " + " | ".join(rows[0]) + " |")
+        print("|" + "---|" * 4)
+        for row in rows[1:]:
+            print("| " + " | ".join(f"`{c}`" if i < 2 else c for i, c in enumerate(row)) + " |")
+        return 0
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Compose and validate a config without running it."""
+    from rllm_sweeps.config.load import load_config
+
+    load_config(args.overrides, where="command line")
+    print("valid")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rllm-sweeps", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    keys = sub.add_parser("keys", help=cmd_keys.__doc__)
+    keys.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    keys.set_defaults(func=cmd_keys)
+    validate = sub.add_parser("validate", help=cmd_validate.__doc__)
+    validate.add_argument("overrides", nargs="*", help="KEY=VALUE overrides, as for train.py")
+    validate.set_defaults(func=cmd_validate)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

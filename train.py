@@ -1,0 +1,21 @@
+"""Train one job, or a sweep with -m. `python train.py --help` lists the keys."""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from rllm_sweeps.app import preflight, run_hydra_job
+from rllm_sweeps.config.native import register
+
+register()
+
+
+@hydra.main(config_path="conf", config_name="config", version_base=None)
+def main(cfg: DictConfig) -> dict:
+    return run_hydra_job(cfg)
+
+
+if __name__ == "__main__":
+    preflight(sys.argv[1:])
+    main()
