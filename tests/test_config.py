@@ -69,7 +69,12 @@ def test_all_unknown_keys_are_reported_at_once():
         ("rollout.n=0", "rollout.n", "0", "an integer >= 1"),
         ("algorithm.adv_estimator=foo", "algorithm.adv_estimator", "'foo'", "grpo, rloo, reinforce"),
         ("skyrl.engine=bar", "skyrl.engine", "'bar'", "jax, fsdp, megatron"),
-        ("skyrl.train.trainer.strategy=deepspeed", "skyrl.train.trainer.strategy", "'deepspeed'", "fsdp, fsdp2, megatron"),
+        (
+            "skyrl.train.trainer.strategy=deepspeed",
+            "skyrl.train.trainer.strategy",
+            "'deepspeed'",
+            "fsdp, fsdp2, megatron",
+        ),
         ("skyrl.train.trainer.logger=foo", "skyrl.train.trainer.logger", "'foo'", "console, tensorboard, wandb"),
         ("skyrl.train.trainer.epochs=many", "skyrl.train.trainer.epochs", "'many'", "int"),
         ("skyrl.jax.max_lora_adapters=x", "skyrl.jax.max_lora_adapters", "'x'", "integer"),
