@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: setup run test lint format clean
+.PHONY: setup run test lint format clean slurm-deps slurm-up slurm-down
 
 setup: $(STAMP)
 
@@ -24,7 +24,9 @@ $(STAMP): pyproject.toml
 run: setup
 	$(PY) train.py $(ARGS)
 
-test: setup
+# The tests bring the local SLURM cluster up (and down) themselves; its packages
+# are installed here when missing (needs root, as in CI).
+test: setup slurm-deps
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 lint: setup
@@ -34,6 +36,15 @@ lint: setup
 format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+slurm-deps:
+	@bash launchers/install_slurm_deps.sh
+
+slurm-up: setup slurm-deps
+	$(PY) -m launchers.local_slurm up $(SLURM_ARGS)
+
+slurm-down: setup
+	$(PY) -m launchers.local_slurm down $(SLURM_ARGS)
 
 clean:
 	rm -rf outputs multirun .pytest_cache

@@ -1,0 +1,111 @@
+"""A job's record on disk: result.json (one per job, written atomically) and metrics.jsonl.
+
+This module is the single definition of both formats; the report, resume and the
+search strategies read jobs through it. A sweep directory is thereby self-describing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+RESULT_FILE = "result.json"
+METRICS_FILE = "metrics.jsonl"
+SCHEMA_VERSION = 1
+
+# Job states. `completed` and `pruned` are final successes; resume reruns the others.
+COMPLETED, FAILED, PRUNED, RUNNING, PREEMPTED = "completed", "failed", "pruned", "running", "preempted"
+STATUSES = (COMPLETED, FAILED, PRUNED, RUNNING, PREEMPTED)
+
+
+@dataclass
+class JobResult:
+    status: str
+    config_hash: str
+    overrides: list[str] = field(default_factory=list)
+    steps: int = 0  # training steps completed
+    final: dict[str, float] = field(default_factory=dict)  # last validation's metrics
+    best: dict[str, float] = field(default_factory=dict)  # best value of each validation metric
+    wall_time_s: float = 0.0  # this attempt, from job start to end
+    phase_time_s: dict[str, float] = field(default_factory=dict)  # sample / forward_backward / optim / other
+    started_at: float = 0.0  # unix time of this attempt's start
+    ended_at: float | None = None
+    restarts: int = 0  # times the job was resumed from a checkpoint
+    nodes: int = 1
+    engine: str = "jax"
+    error: str | None = None  # the tail of the error, for failed jobs
+    failure_kind: str | None = None  # "user" (config, reward code) | "infrastructure"
+    versions: dict[str, str] = field(default_factory=dict)
+    git_revision: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def write(self, job_dir: Path) -> Path:
+        return write_json_atomic(Path(job_dir) / RESULT_FILE, asdict(self))
+
+    @classmethod
+    def read(cls, job_dir: Path) -> JobResult | None:
+        """The job's result, or None if it has none (never started, or died before writing)."""
+        path = Path(job_dir) / RESULT_FILE
+        try:
+            data = json.loads(path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def write_json_atomic(path: Path, data: Any) -> Path:
+    """Write JSON so that readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=True, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+class MetricsLog:
+    """metrics.jsonl: one JSON object per line, each with a `step`, appended and flushed.
+
+    On resume, lines past the checkpoint's step are dropped first, so the file stays
+    continuous: no step missing, none repeated.
+    """
+
+    def __init__(self, job_dir: Path, resume_from_step: int | None = None) -> None:
+        self.path = Path(job_dir) / METRICS_FILE
+        if resume_from_step is None:
+            self.path.write_text("")
+        else:
+            kept = [r for r in read_metrics(job_dir) if r.get("step", 0) <= resume_from_step]
+            self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        self._file = self.path.open("a")
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(record, default=float) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
+    path = Path(job_dir) / METRICS_FILE
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break  # a line cut short by a kill: everything before it is good
+    return records

@@ -1,0 +1,109 @@
+"""Pytest fixtures for a real local SLURM cluster (see launchers/local_slurm.py).
+
+Import the fixtures in tests/conftest.py::
+
+    from slurm_fixtures import local_slurm, local_slurm_netns, slurm_env  # noqa: F401
+
+- ``local_slurm`` (session): a 1-node cluster under /tmp/rllm-slurm (override
+  with RLLM_SWEEPS_SLURM_BASE). Brought up on first use and torn down at the
+  end of the session, unless it was already up (a developer's running cluster
+  is used as is and left running).
+- ``local_slurm_netns`` (session): a 2-node cluster whose nodes have their own
+  network namespaces, hostnames (n1, n2) and addresses, under
+  /tmp/rllm-slurm-ns. Clients must run under ``cluster.client_prefix()``.
+- ``slurm_env`` (function): ``local_slurm`` with SLURM_CONF set in os.environ
+  for the test (what submitit needs), restored afterwards.
+
+When the SLURM/munge/MariaDB programs are missing (or not root) the fixtures
+skip, unless RLLM_SWEEPS_REQUIRE_SLURM is set (CI), where they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+try:
+    from launchers.local_slurm import SUBNET, LocalSlurm, missing_binaries, pid_alive
+except ImportError:  # repo root not on sys.path (plain `pytest` without pythonpath)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from launchers.local_slurm import SUBNET, LocalSlurm, missing_binaries, pid_alive
+
+__all__ = [
+    "SUBNET",
+    "LocalSlurm",
+    "local_slurm",
+    "local_slurm_netns",
+    "missing_binaries",
+    "pid_alive",
+    "require_local_slurm",
+    "slurm_env",
+    "slurm_unavailable_reason",
+]
+
+REQUIRE_ENV = "RLLM_SWEEPS_REQUIRE_SLURM"
+SLURM_BASE = Path(os.environ.get("RLLM_SWEEPS_SLURM_BASE", "/tmp/rllm-slurm"))
+SLURM_NETNS_BASE = Path(os.environ.get("RLLM_SWEEPS_SLURM_NETNS_BASE", "/tmp/rllm-slurm-ns"))
+
+
+def slurm_unavailable_reason(netns: bool = False) -> str | None:
+    """Why a local cluster cannot be started here, or None when it can."""
+    missing = missing_binaries(netns)
+    if missing:
+        return (
+            f"local SLURM cluster unavailable: missing {', '.join(missing)} "
+            f"(install with launchers/install_slurm_deps.sh)"
+        )
+    if os.geteuid() != 0:
+        return "local SLURM cluster unavailable: needs root"
+    return None
+
+
+def require_local_slurm(netns: bool = False) -> None:
+    """Skip the test (or fail, when RLLM_SWEEPS_REQUIRE_SLURM is set) without SLURM."""
+    reason = slurm_unavailable_reason(netns)
+    if reason is None:
+        return
+    if os.environ.get(REQUIRE_ENV):
+        pytest.fail(f"{reason}; {REQUIRE_ENV} is set, so this is an error", pytrace=False)
+    pytest.skip(reason)
+
+
+def _session_cluster(cluster: LocalSlurm) -> Iterator[LocalSlurm]:
+    # A cluster already up is used with the settings it runs with, and left up.
+    probe = LocalSlurm(cluster.base, verbose=False)
+    if probe.is_up():
+        probe.verbose = True
+        yield probe
+        return
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+@pytest.fixture(scope="session")
+def local_slurm() -> Iterator[LocalSlurm]:
+    """A running 1-node local SLURM cluster with accounting and 4 fake GPUs."""
+    require_local_slurm()
+    yield from _session_cluster(LocalSlurm(SLURM_BASE, nodes=1))
+
+
+@pytest.fixture(scope="session")
+def local_slurm_netns() -> Iterator[LocalSlurm]:
+    """A running 2-node cluster, one network namespace (hostname, IP) per node."""
+    require_local_slurm(netns=True)
+    yield from _session_cluster(LocalSlurm(SLURM_NETNS_BASE, nodes=2, netns=True))
+
+
+@pytest.fixture
+def slurm_env(local_slurm: LocalSlurm, monkeypatch: pytest.MonkeyPatch) -> LocalSlurm:
+    """``local_slurm`` with its client environment (SLURM_CONF) in os.environ."""
+    for key, value in local_slurm.env().items():
+        monkeypatch.setenv(key, value)
+    return local_slurm
