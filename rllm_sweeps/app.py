@@ -52,9 +52,15 @@ def run_hydra_job(cfg: DictConfig) -> dict:
         finalize(cfg, overrides, where="command line")
     except ConfigError as err:
         fail(str(err))
-    from rllm_sweeps.job import run_job
+    from rllm_sweeps.job import EXIT_PREEMPTED, run_job
+    from rllm_sweeps.results import COMPLETED, PREEMPTED
 
-    return run_job(cfg, overrides)
+    result = run_job(cfg, overrides)
+    if result.status == PREEMPTED:
+        raise SystemExit(EXIT_PREEMPTED)
+    if result.status != COMPLETED:
+        raise SystemExit(1)
+    return {"status": result.status, "final": result.final, "config_hash": result.config_hash}
 
 
 def usage() -> str:

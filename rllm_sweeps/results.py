@@ -36,7 +36,9 @@ class JobResult:
     ended_at: float | None = None
     restarts: int = 0  # times the job was resumed from a checkpoint
     nodes: int = 1
-    engine: str = "jax"
+    engine: str = "jax"  # skyrl.engine
+    backend: str = ""  # the SkyRL backend class that trained (JaxBackend, RayJaxBackend, ...)
+    processes: int = 1  # JAX processes (RayJaxBackend: one per bundle)
     error: str | None = None  # the tail of the error, for failed jobs
     failure_kind: str | None = None  # "user" (config, reward code) | "infrastructure"
     versions: dict[str, str] = field(default_factory=dict)

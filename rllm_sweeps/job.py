@@ -1,0 +1,324 @@
+"""One training job, start to end, in its own directory.
+
+    validated config -> engine available? -> resume point -> Ray up -> backend -> RL loop
+    -> metrics.jsonl + trackers + checkpoints -> result.json -> Ray down
+
+Every exit path writes result.json (completed / failed / preempted) and takes the
+job's Ray cluster down. SIGTERM (preemption, `scancel`, a SLURM time limit) stops the
+loop at the next step boundary, saves a checkpoint and exits; rerunning the same
+command in the same directory resumes from it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rllm_sweeps.jobhash import config_hash
+from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, RUNNING, JobResult, MetricsLog, write_json_atomic
+
+CONFIG_FILE = "config.yaml"
+CHECKPOINT_DIR = "checkpoints"
+RAY_FILE = "ray.json"
+EXIT_PREEMPTED = 143  # 128 + SIGTERM, what a scheduler expects from a job it stopped
+VERSIONED_PACKAGES = ("rllm-sweeps", "skyrl", "jax", "ray", "hydra-core", "optuna", "submitit", "torch")
+
+
+class JobFailed(RuntimeError):
+    """The job could not run; the message says why and what to do."""
+
+
+class StopRequested:
+    """SIGTERM/SIGINT/SIGUSR2 -> stop at the next step boundary (checkpoint, then exit)."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.in_training = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopRequested:
+        for sig in self.SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        first = self.signum is None
+        self.signum = signum
+        print(f"\nreceived {signal.Signals(signum).name}: stopping after this step", file=sys.stderr, flush=True)
+        if not (self.in_training and first):
+            # Outside the loop (or asked twice) there is no step boundary to wait for.
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    def __bool__(self) -> bool:
+        return self.signum is not None
+
+
+def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) -> JobResult:
+    """Train one validated config in `job_dir` (default: Hydra's output directory)."""
+    if job_dir is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        job_dir = Path(HydraConfig.get().runtime.output_dir)
+    job_dir = Path(job_dir).resolve()
+    job_dir.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    quiet_library_logs()
+    chash = config_hash(cfg)
+    previous = JobResult.read(job_dir)
+    result = JobResult(
+        status=RUNNING,
+        config_hash=chash,
+        overrides=list(overrides),
+        started_at=started,
+        nodes=int(cfg.resources.nodes),
+        engine=str(cfg.skyrl.engine),
+        versions=package_versions(),
+        git_revision=git_revision(),
+    )
+    stop = StopRequested()
+    try:
+        check_engine_available(cfg)
+        resume_from = find_resume_point(cfg, job_dir, chash, previous)
+        if resume_from is not None and previous is not None:
+            result.restarts = previous.restarts + 1
+        (job_dir / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        result.write(job_dir)
+        where = f" (resuming from {resume_from.name})" if resume_from else ""
+        print(f"job {chash} in {job_dir}{where}", flush=True)
+        with stop:
+            summary = _train(cfg, job_dir, resume_from, stop)
+        for key in ("steps", "final", "best", "phase_time_s", "backend", "processes"):
+            setattr(result, key, summary[key])
+        result.status = PREEMPTED if stop else COMPLETED
+    except KeyboardInterrupt as err:
+        result.status, result.error = PREEMPTED, f"stopped by {err}"
+    except Exception as err:  # recorded; the caller turns it into the exit status
+        result.status = FAILED
+        result.error = "".join(traceback.format_exception(err))[-4000:]
+        result.failure_kind = failure_kind(err)
+    finally:
+        result.ended_at = time.time()
+        result.wall_time_s = result.ended_at - started
+        result.write(job_dir)
+    _print_outcome(result)
+    return result
+
+
+def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested) -> dict[str, Any]:
+    """Ray up, backend, loop; returns the loop's summary. Ray goes down on every exit."""
+    from rllm_sweeps.runtime.ray_cluster import LocalRayCluster, RayClusterSpec
+    from rllm_sweeps.tasks import load_task
+    from rllm_sweeps.trackers import make_trackers
+    from rllm_sweeps.training.loop import LoopHooks, RLTrainer
+    from rllm_sweeps.training.settings import LoopSettings
+
+    settings = LoopSettings.from_config(cfg)
+    task = load_task(cfg.task)
+    spec = RayClusterSpec(num_cpus=int(cfg.resources.cpus_per_task), num_gpus=int(cfg.resources.gpus_per_node))
+    with LocalRayCluster(spec) as ray_cluster:
+        print(f"ray cluster up at RAY_ADDRESS={ray_cluster.address}", flush=True)
+        # Who this job's Ray processes are, for `status` and for tests that check teardown.
+        write_json_atomic(
+            job_dir / RAY_FILE, {"address": ray_cluster.address, "pids": sorted(ray_cluster.pids()), "nodes": 1}
+        )
+        backend, tokenizer = build_backend(cfg, settings)
+        first_step = 0
+        trainer = RLTrainer(
+            settings, backend, task, tokenizer, job_dir / "work", checkpoint_dir=job_dir / CHECKPOINT_DIR
+        )
+        if resume_from is not None:
+            first_step = trainer.load_checkpoint(resume_from).step
+        metrics_log = MetricsLog(job_dir, resume_from_step=first_step if resume_from else None)
+        trackers = make_trackers(
+            list(cfg.trainer.logger),
+            job_dir,
+            trainer.total_steps,
+            first_step,
+            str(cfg.trainer.project_name),
+            str(cfg.trainer.experiment_name),
+            OmegaConf.to_container(cfg, resolve=True),
+        )
+        vals: list[dict[str, float]] = []
+        phases = {"sample": 0.0, "forward_backward": 0.0, "optim": 0.0, "other": 0.0}
+
+        def on_step_end(metrics: dict) -> None:
+            metrics_log.append({"kind": "train", **metrics})
+            for name in phases:
+                phases[name] += metrics[f"time_{name}_s"]
+            for t in trackers:
+                t.log(metrics, metrics["step"])
+
+        def on_validation_end(metrics: dict) -> None:
+            metrics_log.append({"kind": "val", **metrics})
+            vals.append(metrics)
+            for t in trackers:
+                t.log(metrics, metrics["step"])
+
+        trainer.hooks = LoopHooks(
+            on_step_end=on_step_end, on_validation_end=on_validation_end, should_stop=lambda: bool(stop)
+        )
+        try:
+            stop.in_training = True
+            trainer.fit()
+            stop.in_training = False
+            if stop and trainer.state.step > first_step:
+                trainer.save_checkpoint(job_dir / CHECKPOINT_DIR / f"step_{trainer.state.step}")
+        finally:
+            stop.in_training = False
+            metrics_log.close()
+            for t in trackers:
+                t.close()
+    val_keys = [k for k in (vals[-1] if vals else {}) if k.startswith("val_") and "time" not in k]
+    return {
+        "steps": trainer.state.step,
+        "final": {k: vals[-1][k] for k in val_keys},
+        "best": {"val_reward_mean": max(v["val_reward_mean"] for v in vals)} if vals else {},
+        "phase_time_s": phases,
+        "backend": type(backend).__name__,
+        "processes": int(getattr(getattr(backend, "config", None), "num_processes", None) or 1),
+    }
+
+
+def build_backend(cfg: DictConfig, settings: Any) -> tuple[Any, Any]:
+    """SkyRL backend for `skyrl.engine` (JaxBackend, or RayJaxBackend with use_ray) + tokenizer."""
+    from transformers import AutoTokenizer
+
+    from rllm_sweeps.models import resolve_model_path
+    from rllm_sweeps.training.jax_backend import enable_jax_compilation_cache, make_jax_backend
+
+    model_dir = resolve_model_path(str(cfg.model.path), cache_dir())
+    enable_jax_compilation_cache(cache_dir() / "jax")
+    jax_settings = OmegaConf.to_container(cfg.skyrl.jax, resolve=True)
+    # 0 (SkyRL: "whole batch") is sized by make_jax_backend so every call keeps one shape.
+    sizes = {k: jax_settings.pop(k) or None for k in ("train_micro_batch_size", "sample_max_num_sequences")}
+    jax_settings.pop("max_lora_rank")  # follows model.lora.rank
+    if jax_settings["use_ray"]:
+        # One JAX process per bundle of the job's Ray cluster (default: one per node).
+        import ray
+
+        jax_settings["num_processes"] = jax_settings["num_processes"] or int(cfg.resources.nodes)
+        jax_settings["ray_actor_options"] = jax_settings["ray_actor_options"] or {"num_cpus": 1}
+        # The mesh must cover every process's devices (SkyRL's weight loading fails on a mesh
+        # smaller than the global device set): shard data-parallel across the processes.
+        mesh = ("fully_sharded_data_parallel_size", "expert_parallel_size", "tensor_parallel_size")
+        if all(jax_settings[k] == 1 for k in mesh):
+            jax_settings["fully_sharded_data_parallel_size"] = jax_settings["num_processes"]
+        ray.init(address=os.environ["RAY_ADDRESS"], logging_level="WARNING", log_to_driver=False)
+    backend = make_jax_backend(model_dir, settings, **sizes, **jax_settings)
+    return backend, AutoTokenizer.from_pretrained(str(model_dir))
+
+
+def failure_kind(err: BaseException) -> str:
+    """"infrastructure" (worth a retry elsewhere: memory, disk, Ray/node loss) or "user" (config, code)."""
+    infrastructure: tuple[type[BaseException], ...] = (MemoryError, OSError)
+    try:
+        import ray.exceptions
+
+        from rllm_sweeps.runtime.ray_cluster import RayClusterError
+
+        infrastructure += (ray.exceptions.RaySystemError, ray.exceptions.RayActorError, RayClusterError)
+    except ImportError:
+        pass
+    return "infrastructure" if isinstance(err, infrastructure) else "user"
+
+
+def check_engine_available(cfg: DictConfig) -> None:
+    """The GPU trainer needs CUDA and vLLM: say so before Ray or a model starts."""
+    engine = str(cfg.skyrl.engine)
+    if engine == "jax":
+        return
+    import importlib.util
+
+    missing = [m for m in ("vllm", "flash_attn") if importlib.util.find_spec(m) is None]
+    cuda = _cuda_available()
+    if missing or not cuda:
+        what = ", ".join([*(f"the {m} package" for m in missing), *([] if cuda else ["a CUDA GPU"])])
+        raise JobFailed(
+            f"skyrl.engine={engine} runs SkyRL's GPU trainer (vLLM + FSDP/Megatron) and needs {what}. "
+            f"On a GPU cluster: pip install -e '.[fsdp]'. Here, use skyrl.engine=jax (CPU or one GPU)."
+        )
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def find_resume_point(cfg: DictConfig, job_dir: Path, chash: str, previous: JobResult | None) -> Path | None:
+    """The checkpoint to resume from (trainer.resume_mode=auto), or None to start fresh."""
+    from rllm_sweeps.training.loop import latest_checkpoint
+
+    ckpt = latest_checkpoint(job_dir / CHECKPOINT_DIR)
+    if ckpt is None or cfg.trainer.resume_mode == "disable":
+        return None
+    if previous is not None and previous.config_hash != chash:
+        raise JobFailed(
+            f"{job_dir} holds checkpoints of another configuration (config hash {previous.config_hash}, "
+            f"now {chash}). Use another directory (e.g. trainer.experiment_name=...) or "
+            f"trainer.resume_mode=disable to start over in this one."
+        )
+    return ckpt
+
+
+def quiet_library_logs() -> None:
+    """SkyRL logs every optimizer step and checkpoint at INFO; our progress lines say it shorter."""
+    import logging
+
+    for name in ("skyrl", "absl", "jax._src.xla_bridge"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def cache_dir() -> Path:
+    """Shared by the jobs of a machine: built-in models, JAX compilation cache."""
+    return Path(os.environ.get("RLLM_SWEEPS_CACHE", Path.home() / ".cache" / "rllm-sweeps"))
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": sys.version.split()[0]}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def git_revision() -> str | None:
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if rev.returncode != 0:
+        return None
+    return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _print_outcome(result: JobResult) -> None:
+    if result.status == COMPLETED:
+        reward = result.final.get("val_reward_mean")
+        print(f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final val_reward_mean={reward:.4f}")
+    elif result.status == PREEMPTED:
+        print(f"stopped after step {result.steps}: rerun the same command to resume", file=sys.stderr)
+    else:
+        print(f"failed: {(result.error or '').strip().splitlines()[-1]}", file=sys.stderr)

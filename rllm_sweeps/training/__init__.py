@@ -1,0 +1,1 @@
+"""The single-turn RL loop written against SkyRL's ``AbstractBackend``."""

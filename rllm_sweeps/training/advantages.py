@@ -1,0 +1,108 @@
+"""rLLM's advantage estimators as pure numpy functions over groups of rewards.
+
+Input: ``rewards`` of shape ``(num_groups, group_size)``: one row per prompt,
+one column per sampled response (``rollout.n``). Output: one scalar advantage
+per response, same shape, ``float64``, never NaN. Every token of a response gets
+its response's advantage (outcome rewards only).
+
+Conventions (rLLM inherits these estimators from verl; deviations are marked):
+
+* ``grpo``: ``A = r - mean(group)``, divided by ``std(group) + eps`` (unbiased
+  std, ``ddof=1``, as ``torch.std``; eps 1e-6) when ``norm_by_std``.
+* ``rloo``: leave-one-out baseline ``A_i = r_i - mean_{j != i} r_j``
+  (= ``n/(n-1) * (r_i - mean)``).
+* ``reinforce``: the return itself, ``A = r`` (no baseline): rLLM's plain
+  REINFORCE. Equal-reward groups are NOT zeroed by design (there is no baseline).
+* ``reinforce_plus_plus_baseline``: ``A = r - mean(group)``, then divided by the
+  standard deviation over the whole batch (+1e-8 inside the sqrt as verl).
+  Deviation from verl: verl's ``masked_whiten`` also re-centres by the
+  token-weighted batch mean, which gives equal-reward groups a small non-zero
+  advantage when response lengths differ; here the batch is only scaled, so
+  those groups stay exactly 0 (identical to verl when all lengths are equal).
+
+All baselined estimators give exactly 0 to a group whose rewards are all equal.
+A group of size 1 has no baseline: as in verl, its mean is taken as 0 and its
+std as 1, so ``grpo``/``rloo`` return the raw reward there (REINFORCE).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+GRPO_EPS = 1e-6
+WHITEN_EPS = 1e-8
+
+
+def _as_groups(rewards) -> np.ndarray:
+    r = np.asarray(rewards, dtype=np.float64)
+    if r.ndim != 2:
+        raise ValueError(f"rewards must have shape (num_groups, group_size), got {r.shape}")
+    if not np.all(np.isfinite(r)):
+        raise ValueError("rewards contain NaN or inf")
+    return r
+
+
+def _constant_groups(r: np.ndarray) -> np.ndarray:
+    """(num_groups, 1) bool: rows whose rewards are all equal (exact compare)."""
+    return (r.max(axis=1) == r.min(axis=1))[:, None]
+
+
+def grpo(rewards, norm_by_std: bool = True, eps: float = GRPO_EPS) -> np.ndarray:
+    """Group-relative advantage: ``(r - mean) / (std + eps)`` per group (or ``r - mean``)."""
+    r = _as_groups(rewards)
+    n = r.shape[1]
+    if n == 1:
+        return r.copy()
+    adv = r - r.mean(axis=1, keepdims=True)
+    if norm_by_std:
+        adv = adv / (r.std(axis=1, ddof=1, keepdims=True) + eps)
+    return np.where(_constant_groups(r), 0.0, adv)
+
+
+def rloo(rewards) -> np.ndarray:
+    """Leave-one-out: ``r_i - mean of the other n-1 rewards of the group``."""
+    r = _as_groups(rewards)
+    n = r.shape[1]
+    if n == 1:
+        return r.copy()
+    loo_mean = (r.sum(axis=1, keepdims=True) - r) / (n - 1)
+    return np.where(_constant_groups(r), 0.0, r - loo_mean)
+
+
+def reinforce(rewards) -> np.ndarray:
+    """Plain REINFORCE: the (outcome) return is the advantage, no baseline."""
+    return _as_groups(rewards).copy()
+
+
+def reinforce_plus_plus_baseline(rewards, eps: float = WHITEN_EPS) -> np.ndarray:
+    """Group-mean baseline, then scaled by the std over the whole batch."""
+    r = _as_groups(rewards)
+    n = r.shape[1]
+    centred = r.copy() if n == 1 else r - r.mean(axis=1, keepdims=True)
+    if n > 1:
+        centred = np.where(_constant_groups(r), 0.0, centred)
+    if centred.size < 2:
+        return centred
+    std = centred.std(ddof=1)
+    if std == 0.0:
+        return np.zeros_like(centred)
+    return centred / np.sqrt(std**2 + eps)
+
+
+ESTIMATORS: dict[str, Callable[..., np.ndarray]] = {
+    "grpo": grpo,
+    "rloo": rloo,
+    "reinforce": reinforce,
+    "reinforce_plus_plus_baseline": reinforce_plus_plus_baseline,
+}
+
+
+def compute_advantages(rewards, estimator: str, *, norm_adv_by_std_in_grpo: bool = True) -> np.ndarray:
+    """Dispatch on ``algorithm.adv_estimator``."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"unknown adv_estimator {estimator!r}; expected one of {sorted(ESTIMATORS)}")
+    if estimator == "grpo":
+        return grpo(rewards, norm_by_std=norm_adv_by_std_in_grpo)
+    return ESTIMATORS[estimator](rewards)

@@ -1,0 +1,1 @@
+"""Reward functions used by tests to look inside a running job (real jobs, real Ray)."""

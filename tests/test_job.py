@@ -1,0 +1,143 @@
+"""One training job: real SkyRL (JAX on CPU), real Ray, real files. Few steps each."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rllm_sweeps.results import JobResult, read_metrics
+from rllm_sweeps.runtime.ray_cluster import pid_alive
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN = str(REPO / "train.py")
+# Short runs: 4 steps of 8 prompts x 4 samples, validation on 8 prompts.
+QUICK = ["trainer.total_batches=4", "trainer.test_freq=2", "trainer.save_freq=2", "task.dataset.val_size=8"]
+
+pytestmark = pytest.mark.slow
+
+
+def job_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env.update(extra)
+    return env
+
+
+def start_job(job_dir: Path, *overrides: str, **env: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, TRAIN, *QUICK, *overrides, f"hydra.run.dir={job_dir}"],
+        cwd=REPO,
+        env=job_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def run_job(job_dir: Path, *overrides: str, timeout: float = 400, **env: str) -> subprocess.CompletedProcess:
+    proc = start_job(job_dir, *overrides, **env)
+    out, _ = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+
+
+def train_steps(job_dir: Path) -> list[int]:
+    return [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"]
+
+
+def test_job_writes_result_metrics_and_config(tmp_path):
+    proc = run_job(tmp_path / "job")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    result = JobResult.read(tmp_path / "job")
+    assert result.status == "completed" and result.steps == 4
+    assert 0.0 <= result.final["val_reward_mean"] <= 1.0
+    assert set(result.phase_time_s) == {"sample", "forward_backward", "optim", "other"}
+    assert result.versions["skyrl"] == "0.4.0" and result.config_hash
+    assert train_steps(tmp_path / "job") == [1, 2, 3, 4]
+    assert "final val_reward_mean" in proc.stdout
+    assert (tmp_path / "job" / "config.yaml").exists()
+
+
+def test_sigterm_after_a_checkpoint_then_rerun_resumes_with_continuous_metrics(tmp_path):
+    job_dir = tmp_path / "job"
+    overrides = ["trainer.total_batches=6", "trainer.save_freq=2", "trainer.test_freq=3"]
+    proc = start_job(job_dir, *overrides)
+    deadline = time.monotonic() + 300
+    while not (job_dir / "checkpoints" / "latest").exists():
+        assert proc.poll() is None, proc.stdout.read()[-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 143, out[-3000:]
+    stopped = JobResult.read(job_dir)
+    assert stopped.status == "preempted" and 2 <= stopped.steps < 6
+
+    again = run_job(job_dir, *overrides)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "resuming from step_" in again.stdout
+    result = JobResult.read(job_dir)
+    assert result.status == "completed" and result.steps == 6 and result.restarts == 1
+    assert train_steps(job_dir) == [1, 2, 3, 4, 5, 6]
+
+
+def test_two_concurrent_jobs_get_their_own_ray_clusters_and_leave_no_ray_process(tmp_path):
+    jobs = {}
+    for name, cpus in (("a", 1), ("b", 2)):
+        jobs[name] = start_job(
+            tmp_path / name,
+            "trainer.total_batches=2",
+            "task.reward=tests.probes.ray_probe:probe_reward",
+            f"resources.cpus_per_task={cpus}",
+            RAY_PROBE_OUT=str(tmp_path / f"probe-{name}.json"),
+        )
+    for name, proc in jobs.items():
+        out, _ = proc.communicate(timeout=400)
+        assert proc.returncode == 0, out[-3000:]
+    probes = {n: json.loads((tmp_path / f"probe-{n}.json").read_text()) for n in jobs}
+    rays = {n: json.loads((tmp_path / n / "ray.json").read_text()) for n in jobs}
+    for name, cpus in (("a", 1), ("b", 2)):
+        probe = probes[name]
+        assert probe["returncode"] == 0, probe["stderr"]
+        # While the job trained, RAY_ADDRESS named its own cluster, and a plain ray.init() reached it.
+        assert probe["RAY_ADDRESS"] == rays[name]["address"] == probe["gcs_address"]
+        assert probe["resources"]["CPU"] == cpus and probe["nodes"] == 1
+        # After the job, none of its Ray processes remain.
+        assert rays[name]["pids"] and not [p for p in rays[name]["pids"] if pid_alive(p)]
+    assert probes["a"]["RAY_ADDRESS"] != probes["b"]["RAY_ADDRESS"]
+
+
+def test_use_ray_trains_through_ray_jax_backend_with_two_processes(tmp_path):
+    proc = run_job(
+        tmp_path / "job", "trainer.total_batches=2", "skyrl.jax.use_ray=true", "skyrl.jax.num_processes=2"
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    result = JobResult.read(tmp_path / "job")
+    assert result.status == "completed" and result.steps == 2
+    assert result.backend == "RayJaxBackend" and result.processes == 2
+
+
+def test_gpu_trainer_engine_on_a_cpu_machine_fails_before_ray_with_a_clear_message(tmp_path):
+    start = time.monotonic()
+    proc = run_job(tmp_path / "job", "skyrl.engine=fsdp", "resources.gpus_per_node=1", timeout=120)
+    assert proc.returncode != 0
+    assert "skyrl.engine=fsdp" in proc.stdout and "vllm" in proc.stdout and "CUDA" in proc.stdout
+    assert not (tmp_path / "job" / "ray.json").exists()
+    assert time.monotonic() - start < 60
+    assert JobResult.read(tmp_path / "job").failure_kind == "user"
+
+
+def test_a_reward_function_that_raises_is_recorded_as_a_failed_job(tmp_path):
+    proc = run_job(tmp_path / "job", "task.reward=tests.probes.failing_reward:broken_reward")
+    assert proc.returncode == 1
+    result = JobResult.read(tmp_path / "job")
+    assert result.status == "failed" and result.failure_kind == "user"
+    assert "bug in the user's reward function" in result.error
+    rays = json.loads((tmp_path / "job" / "ray.json").read_text())
+    assert not [p for p in rays["pids"] if pid_alive(p)]
