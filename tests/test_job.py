@@ -97,7 +97,7 @@ def test_two_concurrent_jobs_get_their_own_ray_clusters_and_leave_no_ray_process
             f"resources.cpus_per_task={cpus}",
             RAY_PROBE_OUT=str(tmp_path / f"probe-{name}.json"),
         )
-    for name, proc in jobs.items():
+    for proc in jobs.values():
         out, _ = proc.communicate(timeout=400)
         assert proc.returncode == 0, out[-3000:]
     probes = {n: json.loads((tmp_path / f"probe-{n}.json").read_text()) for n in jobs}

@@ -30,7 +30,8 @@ def probe_reward(prompt: str, response: str, ground_truth: str) -> float:
     if not _done:
         _done = True
         out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
-        record = {"RAY_ADDRESS": os.environ.get("RAY_ADDRESS"), "returncode": out.returncode, "stderr": out.stderr[-2000:]}
+        record = {"RAY_ADDRESS": os.environ.get("RAY_ADDRESS"), "returncode": out.returncode}
+        record["stderr"] = out.stderr[-2000:]
         if out.returncode == 0:
             record.update(json.loads(out.stdout.strip().splitlines()[-1]))
         with open(os.environ["RAY_PROBE_OUT"], "w") as f:
