@@ -30,7 +30,11 @@ def main() -> int:
     ap.add_argument("--lr", type=float, default=None, help="override trainer.lr")
     ap.add_argument("--seed", type=int, default=None, help="override trainer.seed")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="dotlist override (repeatable)")
-    ap.add_argument("--cache-dir", default=str(ROOT / ".cache"), help="models + JAX compilation cache")
+    ap.add_argument(
+        "--cache-dir",
+        default=os.environ.get("RLLM_SWEEPS_CACHE", str(Path.home() / ".cache" / "rllm-sweeps")),
+        help="built models + JAX compilation cache (default: $RLLM_SWEEPS_CACHE or ~/.cache/rllm-sweeps, as jobs)",
+    )
     ap.add_argument("--no-jax-cache", action="store_true", help="do not use the persistent JAX compilation cache")
     ap.add_argument("--sample-max-num-sequences", type=int, default=None, help="JaxBackendConfig override")
     ap.add_argument("--train-micro-batch-size", type=int, default=None, help="JaxBackendConfig override")
@@ -55,14 +59,13 @@ def main() -> int:
     cache_dir = Path(args.cache_dir)
     t = time.perf_counter()
     import jax
+    import skyrl.utils.log  # noqa: F401  (configures the "skyrl" logger at DEBUG on import)
 
     from rllm_sweeps.models import resolve_model_path
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.training.jax_backend import enable_jax_compilation_cache, make_jax_backend
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer
     from rllm_sweeps.training.settings import LoopSettings
-
-    import skyrl.utils.log  # noqa: F401  (configures the "skyrl" logger at DEBUG on import)
 
     logging.getLogger("skyrl").setLevel(logging.WARNING)
     if not args.no_jax_cache:

@@ -224,7 +224,7 @@ def build_backend(cfg: DictConfig, settings: Any) -> tuple[Any, Any]:
 
 
 def failure_kind(err: BaseException) -> str:
-    """"infrastructure" (worth a retry elsewhere: memory, disk, Ray/node loss) or "user" (config, code)."""
+    """ "infrastructure" (worth a retry elsewhere: memory, disk, Ray/node loss) or "user" (config, code)."""
     infrastructure: tuple[type[BaseException], ...] = (MemoryError, OSError)
     try:
         import ray.exceptions

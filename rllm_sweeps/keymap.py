@@ -73,6 +73,10 @@ _LOSS_AGG = {
 }
 _LOSS_AGG_BACK = {v: k for k, v in _LOSS_AGG.items()}
 
+# rLLM's lr schedules (after the warmup) -> SkyRL's (transformers) scheduler names.
+_SCHEDULES = {"constant": "constant_with_warmup", "cosine": "cosine_with_warmup"}
+_SCHEDULES_BACK = {v: k for k, v in _SCHEDULES.items()}
+
 
 def _logger_to_native(loggers: Any) -> str:
     """rLLM takes a list of trackers; SkyRL one. The first non-console one wins."""
@@ -118,6 +122,13 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     KeyMapping("trainer.weight_decay", _T + "trainer.policy.optimizer_config.weight_decay", "AdamW weight decay"),
     KeyMapping("trainer.adam_betas", _T + "trainer.policy.optimizer_config.adam_betas", "Adam betas"),
     KeyMapping("trainer.max_grad_norm", _T + "trainer.policy.optimizer_config.max_grad_norm", "gradient clip norm"),
+    KeyMapping(
+        "algorithm.lr_schedule",
+        _T + "trainer.policy.optimizer_config.scheduler",
+        "lr schedule after warmup",
+        to_native=_lookup(_SCHEDULES, "schedule"),
+        to_common=_lookup(_SCHEDULES_BACK, "schedule"),
+    ),
     KeyMapping("trainer.mini_batch_size", _T + "trainer.policy_mini_batch_size", "prompts per optimizer step"),
     KeyMapping("trainer.total_epochs", _T + "trainer.epochs", "passes over the training data"),
     KeyMapping("trainer.total_batches", _T + "trainer.max_training_steps", "training steps (null = all data)"),
@@ -168,6 +179,7 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
 BY_NATIVE: dict[str, KeyMapping] = {m.native: m for m in KEY_MAPPINGS}
 NATIVE_ESTIMATORS = _ESTIMATORS
 LOSS_AGG_MODES = tuple(_LOSS_AGG)
+LR_SCHEDULES = tuple(_SCHEDULES)
 
 
 def _plain(value: Any) -> Any:

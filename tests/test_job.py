@@ -114,9 +114,7 @@ def test_two_concurrent_jobs_get_their_own_ray_clusters_and_leave_no_ray_process
 
 
 def test_use_ray_trains_through_ray_jax_backend_with_two_processes(tmp_path):
-    proc = run_job(
-        tmp_path / "job", "trainer.total_batches=2", "skyrl.jax.use_ray=true", "skyrl.jax.num_processes=2"
-    )
+    proc = run_job(tmp_path / "job", "trainer.total_batches=2", "skyrl.jax.use_ray=true", "skyrl.jax.num_processes=2")
     assert proc.returncode == 0, proc.stdout[-3000:]
     result = JobResult.read(tmp_path / "job")
     assert result.status == "completed" and result.steps == 2

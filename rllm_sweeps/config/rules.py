@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rllm_sweeps.keymap import LOSS_AGG_MODES, NATIVE_ESTIMATORS
+from rllm_sweeps.keymap import LOSS_AGG_MODES, LR_SCHEDULES, NATIVE_ESTIMATORS
 
 Check = Callable[[Any], str | None]
 
@@ -98,13 +98,14 @@ RULES: dict[str, Check] = {
     "data.max_response_length": integer(ge=1),
     "rollout.n": integer(ge=1),
     "rollout.n_val": integer(ge=1),
-    "rollout.train.temperature": number(ge=0),
+    "rollout.train.temperature": number(gt=0),
     "rollout.train.top_p": number(gt=0, le=1),
     "rollout.val.temperature": number(ge=0),
     "rollout.val.top_p": number(gt=0, le=1),
     "trainer.lr": number(gt=0),
     "trainer.weight_decay": number(ge=0),
     "trainer.adam_betas": list_of(number(ge=0, lt=1), length=2),
+    "trainer.adam_eps": number(gt=0),
     "trainer.max_grad_norm": number(ge=0),
     "trainer.mini_batch_size": integer(ge=1),
     "trainer.total_epochs": integer(ge=1),
@@ -125,6 +126,8 @@ RULES: dict[str, Check] = {
     "algorithm.use_kl_loss": boolean,
     "algorithm.kl_beta": number(ge=0),
     "algorithm.loss_agg_mode": one_of(*LOSS_AGG_MODES),
+    "algorithm.lr_schedule": one_of(*LR_SCHEDULES),
+    "algorithm.warmup_steps_ratio": number(ge=0, lt=1),
     "resources.nodes": integer(ge=1),
     "resources.gpus_per_node": integer(ge=0),
     "resources.cpus_per_task": integer(ge=1),

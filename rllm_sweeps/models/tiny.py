@@ -132,8 +132,11 @@ def build_tiny_model(out_dir: Path, seed: int = 0, recipe: dict | None = None) -
 
 
 def recipe_hash(recipe: dict, seed: int = 0) -> str:
-    """Short stable hash of a build recipe (+ seed): names the cache directory."""
-    blob = json.dumps({"seed": seed, **recipe}, sort_keys=True).encode()
+    """Short stable hash of what a build produces: recipe, seed, tokenizer corpus, chat template."""
+    blob = json.dumps(
+        {"seed": seed, **recipe, "corpus": _corpus(), "special": SPECIAL_TOKENS, "chat_template": CHAT_TEMPLATE},
+        sort_keys=True,
+    ).encode()
     return hashlib.sha256(blob).hexdigest()[:10]
 
 
@@ -159,6 +162,7 @@ def resolve_model_path(path: str, cache_dir: Path) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=models_dir))
         try:
             build_tiny_model(tmp, seed=0, recipe=recipe)
+            os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache may be shared
             try:
                 os.rename(tmp, final)  # atomic; fails if another process won the race
             except OSError:

@@ -1,12 +1,14 @@
 """Toy task a random-init tiny model learns in minutes on 2 CPUs.
 
-Prompt: a few filler words, then ``"letter <c>:"`` for a target letter ``c``
-drawn from a small alphabet (``letters``). Reward: the fraction of the
-response's non-whitespace characters equal to ``c``, in [0, 1] (an empty
-response scores 0). The reward is dense (each right character counts), so a
-random policy already gets a little signal; a policy that emits one fixed
-letter earns about ``1/len(letters)``, one that reads the letter from the prompt
-earns 1.
+Prompt: a few filler words, then ``"letter <c>"`` for a target letter ``c``
+drawn from a small alphabet (``letters``); the letter is the prompt's last
+token. Reward: the fraction of the response's non-whitespace characters equal
+to ``c``, in [0, 1] (an empty response scores 0). The reward is dense (each right
+character counts), so a random policy already gets a little signal (about 0.01
+for the built-in tiny model); a policy that emits one fixed letter earns about
+``1/len(letters)``, one that copies the letter from the prompt earns 1. Tokens
+that merely contain the letter (the tiny tokenizer has ``"ay"``, ``" ha"``)
+earn partial credit and are local optima the policy can get stuck in.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ def make_jax_backend(
     validation chunk), forward_backward runs in micro batches of
     ``train_micro_batch_size`` sequences (default: one optimizer mini batch).
     Adapter slot 0 is the base model, 1 the policy, 2 the KL reference (only
-    when ``kl_beta > 0``).
+    with ``use_kl_loss`` and ``kl_beta > 0``).
 
     Not supported by this backend: gradient clipping (``trainer.max_grad_norm``
     is ignored; the loop still reports ``grad_norm``).

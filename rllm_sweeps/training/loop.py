@@ -10,8 +10,11 @@ One training step, top to bottom (:meth:`RLTrainer.train_step`):
    sampled tokens' logprobs;
 3. the task's reward function scores each response;
 4. one advantage per response from its group of ``rollout.n``
-   (``algorithm.adv_estimator``), broadcast over the response tokens (minus
-   ``kl_beta`` x the per-token log-ratio to the base model, when ``kl_beta > 0``);
+   (``algorithm.adv_estimator``), broadcast over the response tokens; with
+   ``algorithm.use_kl_loss`` and ``kl_beta > 0``, minus ``kl_beta`` x the
+   per-token log-ratio of the sampling policy to the base model (a KL penalty
+   folded into the advantage, as Tinker does; the base model is an untrained
+   second LoRA adapter, one extra ``backend.forward`` per mini batch);
 5. per optimizer mini batch (``trainer.mini_batch_size`` prompts):
    ``backend.forward_backward`` with loss ``importance_sampling`` or ``ppo``
    (clip ``1 - eps_clip`` .. ``1 + eps_clip_high``), then ``backend.optim_step``
@@ -144,6 +147,7 @@ class RLTrainer:
         self.stop_token_ids = _stop_token_ids(tokenizer)
         self._prompt_cache: dict[tuple[str, int], tuple[list[int], bool]] = {}
         self._sampler_ckpt: tuple[str, Path] | None = None
+        self._sync_count = 0
         self._is_setup = False
         if self.total_steps > 0 and len(task.train) < settings.train_batch_size:
             raise ValueError(
@@ -265,9 +269,7 @@ class RLTrainer:
             "frac_groups_all_equal": float(np.mean(rewards.max(axis=1) == rewards.min(axis=1))),
             "advantage_abs_mean": float(np.abs(adv).mean()),
             "loss": float(np.mean(losses)),
-            "grad_norm": float(np.mean([g for g in grad_norms if g is not None]))
-            if any(g is not None for g in grad_norms)
-            else math.nan,
+            "grad_norm": _mean_or_nan([g for g in grad_norms if g is not None]),
             "is_ratio_mean": float(np.mean([r[0] for r in ratio_stats])),
             "clip_frac": float(np.mean([r[1] for r in ratio_stats])),
             "logprob_diff_abs_mean": float(np.mean([r[2] for r in ratio_stats])),
@@ -541,14 +543,20 @@ class RLTrainer:
         return None if g is None else float(g)
 
     def _sync_sampler(self) -> None:
-        """``save_sampler_checkpoint`` under a fresh id; the next ``sample`` uses those weights."""
-        ckpt_id = f"step{self.state.step:06d}"
+        """``save_sampler_checkpoint`` under a fresh id; the next ``sample`` uses those weights.
+
+        The id is new on every call (JaxBackend reloads an adapter only when the id
+        changes); the superseded file is deleted (JaxBackend always writes one,
+        ``persist=False`` notwithstanding).
+        """
+        self._sync_count += 1
+        ckpt_id = f"step{self.state.step:06d}-{self._sync_count}"
         path = self.work_dir / "sampler_weights" / f"{self.model_id}-{ckpt_id}.tar.gz"
         path.parent.mkdir(parents=True, exist_ok=True)
         self.backend.save_sampler_checkpoint(path, self.model_id, persist=False)
         old = self._sampler_ckpt
         self._sampler_ckpt = (ckpt_id, path)
-        if old is not None and old[1] != path:  # superseded: never read again
+        if old is not None:
             for p in (old[1], old[1].with_name(old[1].name + ".probe")):
                 if p.is_dir():
                     shutil.rmtree(p, ignore_errors=True)
@@ -595,6 +603,10 @@ def _seeds(seed: int, stream: int, step: int, count: int) -> list[int]:
     """``count`` sampler seeds (31-bit), a pure function of (seed, stream, step)."""
     state = np.random.SeedSequence([seed, stream, step]).generate_state(max(count, 1))
     return [int(x) & 0x7FFFFFFF for x in state[:count]]
+
+
+def _mean_or_nan(xs: list[float]) -> float:
+    return float(np.mean(xs)) if xs else math.nan
 
 
 def _response_slice(d: dict) -> slice:
