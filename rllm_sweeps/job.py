@@ -80,6 +80,15 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
     quiet_library_logs()
     chash = config_hash(cfg)
     previous = JobResult.read(job_dir)
+    if (
+        previous is not None
+        and previous.status == COMPLETED
+        and previous.config_hash == chash
+        and cfg.trainer.resume_mode == "auto"
+    ):
+        print(f"job {chash} in {job_dir} already completed (trainer.resume_mode=disable to train again)")
+        _print_outcome(previous)
+        return previous
     result = JobResult(
         status=RUNNING,
         config_hash=chash,
@@ -157,14 +166,14 @@ def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopR
         phases = {"sample": 0.0, "forward_backward": 0.0, "optim": 0.0, "other": 0.0}
 
         def on_step_end(metrics: dict) -> None:
-            metrics_log.append({"kind": "train", **metrics})
+            metrics_log.append({"kind": "train", "time": time.time(), **metrics})
             for name in phases:
                 phases[name] += metrics[f"time_{name}_s"]
             for t in trackers:
                 t.log(metrics, metrics["step"])
 
         def on_validation_end(metrics: dict) -> None:
-            metrics_log.append({"kind": "val", **metrics})
+            metrics_log.append({"kind": "val", "time": time.time(), **metrics})
             vals.append(metrics)
             for t in trackers:
                 t.log(metrics, metrics["step"])
@@ -202,7 +211,9 @@ def build_backend(cfg: DictConfig, settings: Any) -> tuple[Any, Any]:
     from rllm_sweeps.training.jax_backend import enable_jax_compilation_cache, make_jax_backend
 
     model_dir = resolve_model_path(str(cfg.model.path), cache_dir())
-    enable_jax_compilation_cache(cache_dir() / "jax")
+    if os.environ.get("RLLM_SWEEPS_JAX_CACHE", "on") != "off":
+        # Jobs of a machine share compiled programs: later jobs skip most of the JIT time.
+        enable_jax_compilation_cache(cache_dir() / "jax")
     jax_settings = OmegaConf.to_container(cfg.skyrl.jax, resolve=True)
     # 0 (SkyRL: "whole batch") is sized by make_jax_backend so every call keeps one shape.
     sizes = {k: jax_settings.pop(k) or None for k in ("train_micro_batch_size", "sample_max_num_sequences")}
@@ -288,7 +299,8 @@ def quiet_library_logs() -> None:
 
 
 def cache_dir() -> Path:
-    """Shared by the jobs of a machine: built-in models, JAX compilation cache."""
+    """Shared by the jobs of a machine: built-in models, JAX compilation cache
+    ($RLLM_SWEEPS_CACHE; RLLM_SWEEPS_JAX_CACHE=off turns the compilation cache off)."""
     return Path(os.environ.get("RLLM_SWEEPS_CACHE", Path.home() / ".cache" / "rllm-sweeps"))
 
 

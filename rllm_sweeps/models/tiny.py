@@ -50,7 +50,24 @@ TINY_QWEN3_RECIPE: dict = {
     "lm_head_std": 0.15,
 }
 
-BUILTIN_MODELS: dict[str, dict] = {"tiny-qwen3": TINY_QWEN3_RECIPE}
+# A random-init Qwen3 of about 0.45 B parameters (Qwen3-0.6B's body with the tiny
+# vocabulary), for GPU throughput measurements without a model hub.
+QWEN3_05B_RANDOM_RECIPE: dict = {
+    **TINY_QWEN3_RECIPE,
+    "model": {
+        **TINY_QWEN3_RECIPE["model"],
+        "hidden_size": 1024,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "dtype": "bfloat16",
+    },
+    "lm_head_std": 0.02,
+}
+
+BUILTIN_MODELS: dict[str, dict] = {"tiny-qwen3": TINY_QWEN3_RECIPE, "qwen3-0.5b-random": QWEN3_05B_RANDOM_RECIPE}
 
 
 def _corpus() -> list[str]:
