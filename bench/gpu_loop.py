@@ -49,6 +49,7 @@ def main() -> None:
     parser.add_argument("--model", default="builtin:qwen3-0.5b-random")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "rllm-sweeps"))
+    parser.add_argument("--micro-batch", type=int, default=64, help="sequences per forward_backward call")
     parser.add_argument("--json", help="also write the figures here")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
@@ -73,7 +74,7 @@ def main() -> None:
     t_build = time.perf_counter() - t0
     enable_jax_compilation_cache(Path(args.cache_dir) / "jax")
     t0 = time.perf_counter()
-    backend = make_jax_backend(model_dir, settings, max_lora_adapters=2)
+    backend = make_jax_backend(model_dir, settings, max_lora_adapters=2, train_micro_batch_size=args.micro_batch)
     t_backend = time.perf_counter() - t0
 
     from transformers import AutoTokenizer
@@ -98,6 +99,7 @@ def main() -> None:
         "model": args.model,
         "parameters": _parameters(model_dir),
         "sequences_per_step": settings.train_batch_size * settings.n,
+        "micro_batch": args.micro_batch,
         "steps_per_s": len(later) / wall,
         "sampled_tokens_per_s": sum(r["tokens_sampled"] for r in later) / wall,
         "trained_tokens_per_s": sum(r["tokens_trained"] for r in later) / wall,

@@ -85,9 +85,10 @@ class Constraint:
     text: str
     keys: tuple[str, ...]
     _tree: ast.expr = field(repr=False, compare=False)
+    source: str = field(default="", compare=False)  # where it was written, for messages
 
     @classmethod
-    def parse(cls, text: str) -> Constraint:
+    def parse(cls, text: str, source: str = "") -> Constraint:
         if not isinstance(text, str) or not text.strip():
             raise ConstraintSyntaxError(f"a constraint is an expression in a string, got {text!r}")
         try:
@@ -96,7 +97,7 @@ class Constraint:
             raise ConstraintSyntaxError(f"not an expression ({err.msg})") from None
         keys: list[str] = []
         _check(tree, keys)
-        return cls(text=text.strip(), keys=tuple(dict.fromkeys(keys)), _tree=tree)
+        return cls(text=text.strip(), keys=tuple(dict.fromkeys(keys)), _tree=tree, source=source)
 
     def holds(self, lookup: Lookup) -> bool:
         """True if the point (whose values `lookup` returns by key) satisfies the constraint."""
