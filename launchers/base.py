@@ -1,0 +1,48 @@
+"""The asynchronous launcher contract the sweeper drives: submit, poll, cancel.
+
+A launcher never blocks on a batch: the sweeper keeps `parallel` jobs in flight and hands
+over the next job the moment one finishes. Each job is `python train.py OVERRIDES` in its
+own directory, so a job under a sweep is exactly a job run by hand.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class JobState(enum.Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    FINISHED = "finished"  # the process ended; its result.json says how
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    index: int
+    job_dir: Path
+    argv: list[str]  # the command, e.g. [python, train.py, *overrides, hydra.run.dir=...]
+    resources: dict[str, Any] = field(default_factory=dict)  # resources.* of the job
+    env: dict[str, str] = field(default_factory=dict)  # extra environment
+
+
+@dataclass
+class JobStatus:
+    state: JobState
+    returncode: int | None = None
+    detail: str = ""  # e.g. the scheduler's job id or reason
+
+
+class Launcher(Protocol):
+    name: str
+
+    def submit(self, request: LaunchRequest) -> Any:
+        """Start the job (or queue it with the scheduler); returns a handle. Never waits for it."""
+
+    def poll(self, handle: Any) -> JobStatus:
+        """Where the job is now. Cheap: the sweeper calls it often."""
+
+    def cancel(self, handle: Any) -> None:
+        """Stop the job (it checkpoints on SIGTERM) and wait briefly for it."""

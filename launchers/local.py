@@ -1,0 +1,62 @@
+"""Jobs as local processes, each in its own directory (the default launcher)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import IO
+
+from launchers.base import JobState, JobStatus, LaunchRequest
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """A job gets SIGTERM (checkpoint, then exit) when its sweeper dies, even by SIGKILL:
+    no orphan keeps writing into a directory that a resumed sweep is about to use."""
+    os.setsid()
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass
+class LocalHandle:
+    process: subprocess.Popen
+    log: IO[bytes]
+
+
+class LocalLauncher:
+    name = "local"
+
+    def submit(self, request: LaunchRequest) -> LocalHandle:
+        request.job_dir.mkdir(parents=True, exist_ok=True)
+        log = (request.job_dir / "job.log").open("ab")
+        process = subprocess.Popen(
+            request.argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **request.env},
+            preexec_fn=_die_with_parent,
+        )
+        return LocalHandle(process, log)
+
+    def poll(self, handle: LocalHandle) -> JobStatus:
+        code = handle.process.poll()
+        if code is None:
+            return JobStatus(JobState.RUNNING, detail=f"pid {handle.process.pid}")
+        handle.log.close()
+        return JobStatus(JobState.FINISHED, returncode=code)
+
+    def cancel(self, handle: LocalHandle, timeout: float = 60) -> None:
+        if handle.process.poll() is None:
+            handle.process.send_signal(signal.SIGTERM)
+            try:
+                handle.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                handle.process.kill()
+                handle.process.wait()
+        handle.log.close()
