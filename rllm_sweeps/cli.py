@@ -1,4 +1,4 @@
-"""The `rllm-sweeps` command: keys, validate (more subcommands join as they are built)."""
+"""The `rllm-sweeps` command: keys, validate, plan, report."""
 
 from __future__ import annotations
 
@@ -44,6 +44,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Dry run of a sweep: every job validated, the job table, totals and cost; runs nothing."""
+    from rllm_sweeps.sweep.plan import plan_sweep
+
+    plan = plan_sweep(args.overrides, limit=args.rows)
+    print(plan.render(rows=args.rows))
+    if args.out:
+        print(f"plan: {plan.write(args.out)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rllm-sweeps", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -53,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     validate = sub.add_parser("validate", help=cmd_validate.__doc__)
     validate.add_argument("overrides", nargs="*", help="KEY=VALUE overrides, as for train.py")
     validate.set_defaults(func=cmd_validate)
+    from rllm_sweeps.report import add_report_parser
+
+    add_report_parser(sub)
+    plan = sub.add_parser("plan", help=cmd_plan.__doc__)
+    plan.add_argument("overrides", nargs="*", help="train.py -m overrides, e.g. +sweep=lr_grid trainer.lr=1e-3,3e-3")
+    plan.add_argument("--rows", type=int, default=20, help="job rows to print")
+    plan.add_argument("--out", help="write plan.json here (a file or a directory)")
+    plan.set_defaults(func=cmd_plan)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -16,6 +16,7 @@ from rllm_sweeps.keymap import KEY_MAPPINGS
 
 NOT_HASHED = (
     "hydra",
+    "sweep",
     "resources",
     "trainer.logger",
     "trainer.project_name",

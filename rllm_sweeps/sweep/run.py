@@ -87,7 +87,8 @@ def sweep_id(plan: Plan) -> str:
 
 
 def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> Path:
-    if any(a.startswith("hydra.sweep.dir=") for a in arguments):
+    hydra_overrides = list(hydra_cfg.hydra.overrides.hydra) + list(arguments)
+    if any(a.lstrip("+").startswith("hydra.sweep.dir=") for a in hydra_overrides):
         return Path(str(hydra_cfg.hydra.sweep.dir)).resolve()
     name = plan.spec.name or "sweep"
     project = str(hydra_cfg.trainer.project_name)
@@ -217,14 +218,13 @@ def existing_jobs(sweep_dir: Path) -> dict[str, tuple[Path, JobResult]]:
 
 
 def print_final_table(sweep_dir: Path) -> None:
-    try:
-        from rllm_sweeps.report import build_report, write_report
-    except ImportError:  # the report module is optional while it is being built
-        return
+    """The results table, printed and written (SWEEP_DIR/report/), whatever the jobs' fate."""
+    from rllm_sweeps.report import build_report, write_report
+
     report = build_report(sweep_dir)
-    print(report.render_table() if hasattr(report, "render_table") else report)
-    for path in write_report(sweep_dir):
-        print(f"wrote {path}")
+    print(report.render_table())
+    paths = write_report(sweep_dir, report=report)
+    print(f"report: {paths[0].parent} ({len(paths)} files)")
 
 
 def _clock(seconds: float) -> str:

@@ -1,0 +1,393 @@
+"""The report of a sweep, built from its directory alone: one row per planned job, one row
+per point (its seeds aggregated), the best point per metric, counts by status.
+
+    report = build_report(sweep_dir)
+    report.best[0].point.overrides        # the best configuration of the first metric
+
+A point's seeds are replicates, never a parameter: a point's metric is the mean +- std
+over its *completed* seeds (a seed that failed, was pruned or is still running is
+counted, shown, and left out of the aggregate).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
+from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, PRUNED, RUNNING, JobResult, read_metrics
+
+# Planned jobs with no result.json: the directory is there (the job died before writing
+# one), or not (the job never started).
+NO_RESULT = "no-result"
+NOT_STARTED = "not-started"
+STATUS_ORDER = (COMPLETED, PRUNED, RUNNING, PREEMPTED, FAILED, NO_RESULT, NOT_STARTED)
+
+DEFAULT_METRIC = "val_reward_mean"
+DEFAULT_SEED_KEY = "trainer.seed"  # = rllm_sweeps.sweep.spec.SEED_KEY
+
+
+@dataclass(frozen=True)
+class MetricGoal:
+    """A metric the sweep optimizes, and which way."""
+
+    name: str
+    goal: str = "maximize"  # maximize | minimize
+
+    def better(self, a: float, b: float) -> bool:
+        """Whether `a` is strictly better than `b`."""
+        return a > b if self.goal == "maximize" else a < b
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A metric over a point's completed seeds. `std` is the sample standard deviation
+    (n - 1), None for a single seed."""
+
+    mean: float
+    std: float | None
+    n: int
+
+    @classmethod
+    def of(cls, values: list[float]) -> Aggregate | None:
+        if not values:
+            return None
+        std = statistics.stdev(values) if len(values) > 1 else None
+        return cls(statistics.fmean(values), std, len(values))
+
+
+@dataclass
+class JobRow:
+    """One planned job and what became of it."""
+
+    index: int
+    config_hash: str
+    point_id: str
+    point_index: int
+    params: dict[str, Any]  # the swept parameters' values (not the seed)
+    seed: int | None
+    status: str  # a results.STATUSES value, NO_RESULT or NOT_STARTED
+    final: dict[str, float] = field(default_factory=dict)  # each sweep metric's final value, where known
+    best: dict[str, float] = field(default_factory=dict)  # each sweep metric's best value, where known
+    steps: int | None = None
+    wall_time_s: float | None = None
+    restarts: int = 0
+    error: str | None = None  # the last line of the error
+    failure_kind: str | None = None
+    overrides: list[str] = field(default_factory=list)
+    job_dir: Path | None = None
+
+
+@dataclass
+class PointRow:
+    """One point of the search space: its seeds' jobs, and each metric over the completed ones."""
+
+    point_index: int
+    point_id: str
+    params: dict[str, Any]  # the swept parameters' values
+    overrides: list[str]  # the job's overrides without the seed: `python train.py *overrides`
+    swept_overrides: list[str]  # those not shared by every job of the sweep
+    jobs: list[int]  # the indices of its jobs (one per seed)
+    seeds: list[int | None]
+    completed: int  # jobs completed
+    metrics: dict[str, Aggregate | None] = field(default_factory=dict)
+
+
+@dataclass
+class BestPoint:
+    """The best point for one metric, by the mean over its completed seeds."""
+
+    metric: MetricGoal
+    point: PointRow
+    value: Aggregate
+
+
+@dataclass
+class Report:
+    sweep_dir: Path
+    sweep_id: str | None
+    command: list[str] | None  # the command that made the sweep (manifest.json)
+    method: str
+    metrics: list[MetricGoal]
+    swept: list[str]  # the swept parameters, in plan order
+    seed_key: str
+    jobs: list[JobRow]
+    points: list[PointRow]
+    best: list[BestPoint]  # one per metric that some completed job reports
+    counts: dict[str, int]  # jobs by status, in STATUS_ORDER, zero counts left out
+    planned_jobs: int  # jobs in the plan (plan.json's totals; more than len(jobs) for a partial plan)
+    base_overrides: list[str] = field(default_factory=list)
+    unplanned: list[Path] = field(default_factory=list)  # job directories whose config the plan lacks
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_seeds(self) -> bool:
+        """Whether some point has more than one job (seed replicates)."""
+        return any(len(p.jobs) > 1 for p in self.points)
+
+    @property
+    def finished(self) -> bool:
+        """Whether every planned job reached completed or pruned."""
+        return all(j.status in (COMPLETED, PRUNED) for j in self.jobs)
+
+    def render_table(self, max_rows: int | None = None) -> str:
+        """The terminal table (rllm_sweeps.report.render.render_table)."""
+        from rllm_sweeps.report.render import MAX_ROWS, render_table
+
+        return render_table(self, MAX_ROWS if max_rows is None else max_rows)
+
+    def __str__(self) -> str:
+        return self.render_table()
+
+    def status_line(self) -> str:
+        """'4 jobs: 3 completed, 1 failed'."""
+        parts = ", ".join(f"{n} {status}" for status, n in self.counts.items())
+        return f"{len(self.jobs)} jobs: {parts}" if parts else f"{len(self.jobs)} jobs"
+
+
+# ---- building ----------------------------------------------------------------------------
+
+
+def build_report(sweep_dir: Path | str) -> Report:
+    """The report of the sweep in `sweep_dir`, from plan.json and the jobs' records.
+    Raises ReportError when `sweep_dir` is not a sweep directory."""
+    sd = open_sweep_dir(sweep_dir)
+    plan = sd.plan
+    spec = plan.get("spec") if isinstance(plan.get("spec"), dict) else {}
+    metrics = parse_metrics(spec.get("metric"))
+    seed_key = str(spec.get("seed_key") or DEFAULT_SEED_KEY)
+    planned = [j for j in plan["jobs"] if isinstance(j, dict)]
+    swept = swept_keys(planned, spec, seed_key)
+    base = [str(o) for o in plan.get("base_overrides") or []]
+
+    jobs = [_job_row(sd, j, swept, metrics) for j in planned]
+    points = _point_rows(jobs, seed_key, base, metrics)
+    best = [b for b in (best_point(points, m) for m in metrics) if b is not None]
+    tally = Counter(j.status for j in jobs)
+    counts = {s: tally[s] for s in STATUS_ORDER if tally[s]}
+    counts.update({s: n for s, n in sorted(tally.items()) if s not in counts})  # statuses from newer writers
+
+    totals = plan.get("totals") if isinstance(plan.get("totals"), dict) else {}
+    planned_jobs = int(totals.get("jobs") or len(jobs))
+    notes = []
+    if plan.get("complete") is False or planned_jobs > len(jobs):
+        notes.append(f"plan.json lists {len(jobs)} of the plan's {planned_jobs} jobs (a dry run's partial plan)")
+    unplanned = sd.unplanned({j.config_hash for j in jobs})
+    if unplanned:
+        which = "directory holds" if len(unplanned) == 1 else "directories hold"
+        names = ", ".join(d.name for d in unplanned[:3]) + (" ..." if len(unplanned) > 3 else "")
+        notes.append(f"{len(unplanned)} job {which} a config the plan does not have (left out): {names}")
+    manifest = sd.manifest
+    command = manifest.get("command")
+    return Report(
+        sweep_dir=sd.path,
+        sweep_id=str(manifest["sweep_id"]) if manifest.get("sweep_id") is not None else None,
+        command=[str(c) for c in command] if isinstance(command, list) else None,
+        method=str(spec.get("method") or "grid"),
+        metrics=metrics,
+        swept=swept,
+        seed_key=seed_key,
+        jobs=jobs,
+        points=points,
+        best=best,
+        counts=counts,
+        planned_jobs=planned_jobs,
+        base_overrides=base,
+        unplanned=unplanned,
+        notes=notes,
+    )
+
+
+def parse_metrics(raw: Any) -> list[MetricGoal]:
+    """The spec's `metric`: {name, goal}, a list of those, or a bare name."""
+    items = raw if isinstance(raw, list) else [raw] if raw else []
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(MetricGoal(item))
+        elif isinstance(item, dict) and item.get("name"):
+            goal = str(item.get("goal") or "maximize").lower()
+            out.append(MetricGoal(str(item["name"]), "minimize" if goal.startswith("min") else "maximize"))
+    return out or [MetricGoal(DEFAULT_METRIC)]
+
+
+def swept_keys(planned: list[dict[str, Any]], spec: dict[str, Any], seed_key: str) -> list[str]:
+    """The parameters that vary: those whose value differs between jobs, and those the spec
+    sweeps (several values, a range or a distribution) even when the plan has one point.
+    Never the seed."""
+    order: list[str] = []
+    seen: dict[str, set[str]] = {}
+    for job in planned:
+        for key, value in (job.get("params") or {}).items():
+            if key not in seen:
+                order.append(key)
+                seen[key] = set()
+            seen[key].add(json.dumps(value, sort_keys=True, default=str))
+    declared = set()
+    for element, body in (spec.get("parameters") or {}).items():
+        fixed = isinstance(body, dict) and (
+            set(body) == {"value"} or (set(body) == {"values"} and len(body["values"] or []) <= 1)
+        )
+        if not fixed:
+            declared.add(_key_of(str(element)))
+    return [k for k in order if k != seed_key and (len(seen[k]) > 1 or k in declared)]
+
+
+def _key_of(element: str) -> str:
+    """The config key of an override's left side: '+a.b@pkg' -> 'a.b'."""
+    return element.lstrip("+~").split("@", 1)[0]
+
+
+def _without_seed(overrides: list[str], seed_key: str) -> list[str]:
+    return [o for o in overrides if _key_of(o.split("=", 1)[0]) != seed_key]
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+class _Curve:
+    """A job's metrics.jsonl, read once and only when result.json lacks something."""
+
+    def __init__(self, job_dir: Path | None) -> None:
+        self.job_dir = job_dir
+        self._records: list[dict[str, Any]] | None = None
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        if self._records is None:
+            self._records = read_metrics(self.job_dir) if self.job_dir is not None else []
+        return self._records
+
+    def values(self, name: str) -> list[float]:
+        return [v for r in self.records if (v := _finite(r.get(name))) is not None]
+
+    def last_step(self) -> int | None:
+        steps = [r["step"] for r in self.records if isinstance(r.get("step"), int)]
+        return max(steps) if steps else None
+
+    def last_time(self) -> float | None:
+        times = [t for r in self.records if (t := _finite(r.get("time"))) is not None]
+        return max(times) if times else None
+
+
+def _job_row(sd: SweepDir, planned: dict[str, Any], swept: list[str], metrics: list[MetricGoal]) -> JobRow:
+    index = int(planned.get("index", 0))
+    chash = str(planned.get("config_hash", ""))
+    params = planned.get("params") or {}
+    row = JobRow(
+        index=index,
+        config_hash=chash,
+        point_id=str(planned.get("point_id") or chash),
+        point_index=int(planned.get("point_index", index)),
+        params={k: params[k] for k in swept if k in params},
+        seed=planned.get("seed"),
+        status=NOT_STARTED,
+        overrides=[str(o) for o in planned.get("overrides") or []],
+    )
+    job_dir, result = sd.job_dir_of(index, chash)
+    row.job_dir = job_dir
+    if job_dir is None:
+        return row
+    if result is None:
+        row.status = NO_RESULT
+        return row
+    _fill_from_result(row, result, _Curve(job_dir), metrics)
+    return row
+
+
+def _fill_from_result(row: JobRow, result: JobResult, curve: _Curve, metrics: list[MetricGoal]) -> None:
+    """Status, metrics, steps, time and error from result.json; what it lacks (a running
+    job's progress, a metric it does not record) from metrics.jsonl."""
+    row.status = str(result.status)
+    row.restarts = int(result.restarts or 0)
+    row.failure_kind = result.failure_kind
+    if result.error:
+        lines = [line.strip() for line in str(result.error).splitlines() if line.strip()]
+        row.error = lines[-1] if lines else None
+    final = result.final or {}
+    best = result.best or {}
+    for m in metrics:
+        value = _finite(final.get(m.name))
+        if value is None:
+            history = curve.values(m.name)
+            value = history[-1] if history else None
+        if value is not None:
+            row.final[m.name] = value
+        top = _finite(best.get(m.name))
+        if top is None:
+            history = curve.values(m.name)
+            if history:
+                top = max(history) if m.goal == "maximize" else min(history)
+        if top is not None:
+            row.best[m.name] = top
+    row.steps = int(result.steps or 0) or curve.last_step() or 0
+    if result.wall_time_s:
+        row.wall_time_s = float(result.wall_time_s)
+    elif result.started_at and (last := curve.last_time()) is not None:
+        row.wall_time_s = max(0.0, last - float(result.started_at))  # a running job: time to its last record
+
+
+def _point_rows(jobs: list[JobRow], seed_key: str, base: list[str], metrics: list[MetricGoal]) -> list[PointRow]:
+    by_point: dict[str, PointRow] = {}
+    shared = set(base)
+    for job in jobs:
+        point = by_point.get(job.point_id)
+        if point is None:
+            overrides = _without_seed(job.overrides, seed_key)
+            point = by_point[job.point_id] = PointRow(
+                point_index=job.point_index,
+                point_id=job.point_id,
+                params=dict(job.params),
+                overrides=overrides,
+                swept_overrides=[o for o in overrides if o not in shared],
+                jobs=[],
+                seeds=[],
+                completed=0,
+            )
+        point.jobs.append(job.index)
+        point.seeds.append(job.seed)
+        point.completed += job.status == COMPLETED
+    completed: dict[str, list[JobRow]] = {}
+    for job in jobs:
+        if job.status == COMPLETED:
+            completed.setdefault(job.point_id, []).append(job)
+    for point in by_point.values():
+        members = completed.get(point.point_id, [])
+        for m in metrics:
+            point.metrics[m.name] = Aggregate.of([j.final[m.name] for j in members if m.name in j.final])
+    return sorted(by_point.values(), key=lambda p: (p.point_index, p.jobs[0]))
+
+
+def best_point(points: list[PointRow], metric: MetricGoal) -> BestPoint | None:
+    """The point with the best mean of `metric` over its completed seeds (the first, on a tie)."""
+    best: BestPoint | None = None
+    for point in points:
+        agg = point.metrics.get(metric.name)
+        if agg is not None and (best is None or metric.better(agg.mean, best.value.mean)):
+            best = BestPoint(metric, point, agg)
+    return best
+
+
+__all__ = [
+    "NOT_STARTED",
+    "NO_RESULT",
+    "STATUS_ORDER",
+    "Aggregate",
+    "BestPoint",
+    "JobRow",
+    "MetricGoal",
+    "PointRow",
+    "Report",
+    "best_point",
+    "build_report",
+    "parse_metrics",
+    "swept_keys",
+]

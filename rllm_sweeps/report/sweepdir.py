@@ -1,0 +1,114 @@
+"""Reading a sweep directory: the manifest, the plan, and each planned job's directory.
+
+    SWEEP_DIR/manifest.json      the command, sweep id, creation time, launcher
+    SWEEP_DIR/plan.json          the plan (rllm_sweeps/sweep/plan.py: Plan.to_dict)
+    SWEEP_DIR/jobs/<index:04d>-<config_hash[:8]>/   result.json, metrics.jsonl, config.yaml, job.log
+
+Plan jobs are matched to job directories by the config hash in each directory's
+result.json (a directory's name is a hint, not the key); a directory with no result.json
+(the job died before writing one) is matched by the short hash in its name.
+
+Only the standard library and rllm_sweeps.results are imported here: reading a sweep
+directory must stay fast and must not need the training stack.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rllm_sweeps.results import COMPLETED, PRUNED, RESULT_FILE, JobResult
+
+MANIFEST_FILE = "manifest.json"
+PLAN_FILE = "plan.json"  # = rllm_sweeps.sweep.plan.PLAN_FILE (not imported: that module loads Hydra)
+JOBS_DIR = "jobs"
+REPORT_DIR = "report"  # what `rllm-sweeps report` writes: jobs.csv, points.csv, report.md, *.png
+
+
+class ReportError(Exception):
+    """A sweep directory that cannot be read; the message says why and what to pass instead."""
+
+
+@dataclass
+class SweepDir:
+    path: Path
+    plan: dict[str, Any]  # plan.json as written by Plan.to_dict
+    manifest: dict[str, Any] = field(default_factory=dict)  # {} when manifest.json is missing
+    results: dict[Path, JobResult] = field(default_factory=dict)  # every jobs/*/result.json that reads
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.path / JOBS_DIR
+
+    def job_dir_of(self, index: int, config_hash: str) -> tuple[Path | None, JobResult | None]:
+        """The directory of the planned job (index, config_hash), with its result (None when
+        it has none). Several directories with the hash: a completed (or pruned) one first, as
+        resume sees it, then the one named for this index, then the most recently started.
+        No directory: (None, None), the job never started."""
+        matches = [(d, r) for d, r in self.results.items() if r.config_hash == config_hash]
+        if matches:
+            prefix = f"{index:04d}-"
+            return max(
+                matches,
+                key=lambda m: (m[1].status in (COMPLETED, PRUNED), m[0].name.startswith(prefix), m[1].started_at or 0),
+            )
+        short = config_hash[:8]
+        if short and self.jobs_dir.is_dir():
+            bare = sorted(d for d in self.jobs_dir.glob(f"*-{short}") if d.is_dir() and d not in self.results)
+            named = [d for d in bare if d.name.startswith(f"{index:04d}-")]
+            if named or bare:
+                return (named or bare)[0], None
+        return None, None
+
+    def unplanned(self, planned_hashes: set[str]) -> list[Path]:
+        """Job directories whose result.json names a config the plan does not have."""
+        return sorted(d for d, r in self.results.items() if r.config_hash not in planned_hashes)
+
+
+def open_sweep_dir(path: Path | str) -> SweepDir:
+    """Read manifest.json, plan.json and every job's result.json. Raises ReportError,
+    saying what is wrong, when `path` is not a sweep directory."""
+    path = Path(path)
+    if not path.exists():
+        raise ReportError(f"{path}: no such directory")
+    if not path.is_dir():
+        raise ReportError(f"{path} is a file, not a sweep directory")
+    plan_path = path / PLAN_FILE
+    if not plan_path.is_file():
+        hint = ""
+        if (path / RESULT_FILE).is_file():
+            hint = f"; it is one job's directory: pass its sweep directory ({path.parent.parent})"
+        elif (path.parent / PLAN_FILE).is_file():
+            hint = f"; did you mean {path.parent}?"
+        raise ReportError(
+            f"{path} is not a sweep directory (it has no {PLAN_FILE}; a sweep directory holds "
+            f"{MANIFEST_FILE}, {PLAN_FILE} and {JOBS_DIR}/){hint}"
+        )
+    plan = _read_json(plan_path)
+    if not isinstance(plan, dict) or not isinstance(plan.get("jobs"), list):
+        raise ReportError(f"{plan_path}: not a sweep plan (expected an object with a 'jobs' list)")
+    manifest = _read_json(path / MANIFEST_FILE) if (path / MANIFEST_FILE).is_file() else {}
+    results: dict[Path, JobResult] = {}
+    jobs_dir = path / JOBS_DIR
+    if jobs_dir.is_dir():
+        for job_dir in sorted(jobs_dir.iterdir()):
+            if not job_dir.is_dir():
+                continue
+            try:
+                result = JobResult.read(job_dir)
+            except (TypeError, AttributeError):  # a result.json that is not a job record
+                result = None
+            if result is not None:
+                results[job_dir] = result
+    return SweepDir(path, plan, manifest if isinstance(manifest, dict) else {}, results)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ReportError(f"{path}: not valid JSON ({err})") from None
+    except OSError as err:
+        raise ReportError(f"{path}: cannot be read ({err.strerror or err})") from None

@@ -1,0 +1,49 @@
+"""The report's files: SWEEP_DIR/report/{jobs.csv, points.csv, report.md, *.png}."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from rllm_sweeps.report.model import Report, build_report
+from rllm_sweeps.report.render import jobs_csv, points_csv, render_markdown
+from rllm_sweeps.report.sweepdir import REPORT_DIR
+
+JOBS_CSV = "jobs.csv"
+POINTS_CSV = "points.csv"
+REPORT_MD = "report.md"
+
+
+def write_report(sweep_dir: Path | str, *, plots: bool = True, report: Report | None = None) -> list[Path]:
+    """Write SWEEP_DIR/report/: jobs.csv, points.csv, report.md and (unless `plots` is
+    False) the PNG plots; return the paths written. `report`: one already built from
+    `sweep_dir` (else it is built here). Raises ReportError for a non-sweep directory."""
+    if report is None:
+        report = build_report(sweep_dir)
+    out = Path(sweep_dir) / REPORT_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    pngs: list[Path] = []
+    if plots:
+        from rllm_sweeps.report.plots import write_plots
+
+        pngs = write_plots(report, out)
+    paths = [
+        _write_text(out / JOBS_CSV, jobs_csv(report)),
+        _write_text(out / POINTS_CSV, points_csv(report)),
+        _write_text(out / REPORT_MD, render_markdown(report, plots=pngs)),
+    ]
+    return paths + pngs
+
+
+def _write_text(path: Path, text: str) -> Path:
+    """Atomically: a reader (a sweep's live view, a second `report`) never sees half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,140 @@
+"""Sweeps end to end on the local launcher: real jobs (tiny model, 2 steps), real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rllm_sweeps.results import JobResult
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+# Two steps, one validation at the end on 8 prompts: the shortest job that still trains.
+QUICK = ["trainer.total_batches=2", "trainer.val_before_train=false", "trainer.test_freq=0", "task.dataset.val_size=8"]
+
+
+def sweep_cmd(sweep_dir: Path, *args: str) -> list[str]:
+    return [sys.executable, str(REPO / "train.py"), "-m", *QUICK, *args, f"hydra.sweep.dir={sweep_dir}"]
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def job_results(sweep_dir: Path) -> dict[str, JobResult]:
+    return {p.parent.name: JobResult.read(p.parent) for p in sorted(sweep_dir.glob("jobs/*/result.json"))}
+
+
+def test_grid_sweep_runs_four_jobs_two_at_a_time_and_writes_the_report(tmp_path):
+    proc = subprocess.run(
+        sweep_cmd(tmp_path, "trainer.lr=1e-3,3e-3", "rollout.n=2,4", "hydra.sweeper.parallel=2"),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = job_results(tmp_path)
+    assert len(results) == 4 and all(r.status == "completed" for r in results.values())
+    # Never more than 2 jobs at once: check the recorded start and end times.
+    spans = sorted((r.started_at, r.ended_at) for r in results.values())
+    for t, _ in spans:
+        assert sum(1 for s, e in spans if s <= t < e) <= 2
+    assert "val_reward_mean" in proc.stdout  # the table
+    report = tmp_path / "report"
+    for name in ("jobs.csv", "points.csv", "report.md", "learning_curves.png"):
+        assert (report / name).stat().st_size > 0
+    assert (tmp_path / "plan.json").exists() and (tmp_path / "manifest.json").exists()
+
+
+def test_zip_crossed_with_seeds_gives_four_jobs_and_two_rows_with_mean_and_std(tmp_path):
+    proc = subprocess.run(
+        sweep_cmd(
+            tmp_path,
+            "trainer.lr=1e-3,3e-3",
+            "rollout.n=2,4",
+            "sweep.zip=[[trainer.lr,rollout.n]]",
+            "sweep.seeds=[1,2]",
+            "hydra.sweeper.parallel=2",
+        ),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert len(job_results(tmp_path)) == 4
+    points = (tmp_path / "report" / "points.csv").read_text().strip().splitlines()
+    assert len(points) == 1 + 2, points  # header + 2 points, seeds aggregated
+    assert "std" in points[0]
+
+
+def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path):
+    start = time.monotonic()
+    proc = subprocess.run(
+        sweep_cmd(tmp_path, "trainer.lr=range(1,101)", "rollout.n=range(1,1001)", "hydra.sweeper.dry_run=true"),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "100000" in proc.stdout.replace(",", "")
+    assert not (tmp_path / "jobs").exists()
+    assert elapsed < 30  # process start included; the planning itself is timed in test_sweep_plan
+
+
+def test_a_failing_job_is_recorded_the_others_complete_and_the_exit_code_is_nonzero(tmp_path):
+    proc = subprocess.run(
+        sweep_cmd(
+            tmp_path,
+            "task.reward=rllm_sweeps.tasks.toy:letters_reward,tests.probes.failing_reward:broken_reward",
+            "hydra.sweeper.parallel=2",
+        ),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode != 0
+    statuses = sorted(r.status for r in job_results(tmp_path).values())
+    assert statuses == ["completed", "failed"]
+    failed = next(r for r in job_results(tmp_path).values() if r.status == "failed")
+    assert "bug in the user's reward function" in failed.error
+    assert (tmp_path / "report" / "jobs.csv").exists()
+
+
+def test_resume_after_sigkill_reruns_nothing_that_completed(tmp_path):
+    args = sweep_cmd(tmp_path, "trainer.lr=1e-3,2e-3,3e-3,4e-3", "hydra.sweeper.parallel=1")
+    sweeper = subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 600
+    while sum(r.status == "completed" for r in job_results(tmp_path).values()) < 2:
+        assert sweeper.poll() is None and time.monotonic() < deadline
+        time.sleep(0.5)
+    sweeper.kill()  # SIGKILL: no chance to clean up
+    sweeper.wait()
+    time.sleep(3)  # its running job got SIGTERM (parent death) and checkpoints/exits
+    before = {n: r for n, r in job_results(tmp_path).items() if r.status == "completed"}
+    assert len(before) >= 2
+
+    again = subprocess.run(args, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stdout[-3000:]
+    after = job_results(tmp_path)
+    assert len(after) == 4 and all(r.status == "completed" for r in after.values())
+    for name, result in before.items():
+        assert after[name].started_at == result.started_at, f"{name} ran again"
+    assert f"{len(before)} jobs already completed" in again.stdout
+    table = (tmp_path / "report" / "jobs.csv").read_text().strip().splitlines()
+    assert len(table) == 1 + 4
+    assert json.loads((tmp_path / "plan.json").read_text())["totals"]["jobs"] == 4
