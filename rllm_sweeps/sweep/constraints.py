@@ -116,7 +116,7 @@ def _check(node: ast.AST, keys: list[str]) -> None:
     """Reject everything outside the whitelist; collect the config keys named."""
     if isinstance(node, ast.Attribute | ast.Name):
         key = _key_of(node)  # type: ignore[arg-type]
-        if key is None:
+        if key is None or any(part.startswith("__") for part in key.split(".")):
             raise ConstraintSyntaxError(f"'{ast.unparse(node)}' is not a config key")
         if key not in _CONSTANTS:
             keys.append(key)
