@@ -208,7 +208,7 @@ class Reconciliation:
     conflicts: list[str]  # error messages naming both keys
 
 
-def _is_planted(cfg: DictConfig, mapping: KeyMapping) -> bool:
+def is_planted(cfg: DictConfig, mapping: KeyMapping) -> bool:
     """True while the native key still holds the interpolation we planted."""
     parent_key, _, leaf = mapping.native.rpartition(".")
     parent = OmegaConf.select(cfg, parent_key)
@@ -230,7 +230,7 @@ def reconcile(cfg: DictConfig, explicit: set[str]) -> Reconciliation:
     conflicts: list[str] = []
     decided: dict[str, tuple[str, Any, Any]] = {}  # common -> (native that set it, its value, common value)
     for mapping in KEY_MAPPINGS:
-        if _is_planted(cfg, mapping):
+        if is_planted(cfg, mapping):
             continue
         native_value = _plain(OmegaConf.select(cfg, mapping.native))
         common_value = _plain(OmegaConf.select(cfg, mapping.common))
@@ -261,7 +261,7 @@ def reconcile(cfg: DictConfig, explicit: set[str]) -> Reconciliation:
     if not conflicts:
         # Natives set alone become interpolations again, so every name reads one value.
         for mapping in KEY_MAPPINGS:
-            if mapping.common in decided and not _is_planted(cfg, mapping):
+            if mapping.common in decided and not is_planted(cfg, mapping):
                 parent_key, _, leaf = mapping.native.rpartition(".")
                 OmegaConf.select(cfg, parent_key)[leaf] = mapping.interpolation()
     return Reconciliation(adopted=adopted, conflicts=conflicts)

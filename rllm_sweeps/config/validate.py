@@ -10,6 +10,8 @@ Three layers:
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import logging
 import os
 import traceback
@@ -116,11 +118,17 @@ def check_native_train(train: dict[str, Any], engine: str | None, run_skyrl: boo
             issues.append(ConfigIssue(full, f"{full}={value!r} is invalid: expected one of {', '.join(allowed)}"))
     if issues or not run_skyrl:
         return issues  # SkyRL's own checks assume well-typed input
-    return _skyrl_validate_cfg(train, engine)
+    return skyrl_validate_cfg(train, engine)
 
 
-def _skyrl_validate_cfg(train: dict[str, Any], engine: str | None) -> list[ConfigIssue]:
+def skyrl_validate_cfg(train: dict[str, Any], engine: str | None) -> list[ConfigIssue]:
+    """SkyRL's own validate_cfg on a plain native tree.
+
+    SkyRLTrainConfig.from_dict_config(cfg) is build_nested_dataclass(cls, to_container(cfg));
+    on a plain tree the container step is a copy (JSON here), ~1 ms instead of ~15 ms.
+    """
     from skyrl.train.config import SkyRLTrainConfig
+    from skyrl.train.config.config import build_nested_dataclass
     from skyrl.train.utils.utils import validate_cfg
 
     if engine == "jax":
@@ -128,17 +136,16 @@ def _skyrl_validate_cfg(train: dict[str, Any], engine: str | None) -> list[Confi
         # WANDB_API_KEY demand) only matters for the fsdp/megatron trainer.
         train = {**train, "trainer": {**train["trainer"], "logger": "console"}}
     try:
-        skyrl_cfg = SkyRLTrainConfig.from_dict_config(OmegaConf.create(train))
-        validate_cfg(skyrl_cfg)
+        validate_cfg(build_nested_dataclass(SkyRLTrainConfig, json.loads(json.dumps(train))))
     except (AssertionError, ValueError, TypeError, NotImplementedError, ZeroDivisionError) as err:
-        text = str(err) or _failed_check(err)
+        text = str(err) or failed_check(err)
         if "WANDB_API_KEY" in text and not os.environ.get("WANDB_API_KEY"):
             text += " (or use trainer.logger=[console] / tensorboard)"
         return [ConfigIssue(NATIVE_PREFIX.rstrip("."), f"SkyRL rejects skyrl.train: {text}")]
     return []
 
 
-def _failed_check(err: BaseException) -> str:
+def failed_check(err: BaseException) -> str:
     """SkyRL asserts without messages in places: show the failed condition instead."""
     frames = traceback.extract_tb(err.__traceback__)
     line = (frames[-1].line or "").strip() if frames else ""
@@ -170,7 +177,7 @@ def check_jax(jax_settings: dict[str, Any]) -> list[ConfigIssue]:
 def _type_problems(datacls: type, data: Any, prefix: str) -> list[tuple[str, str]]:
     if not isinstance(data, dict):
         return [(prefix.rstrip("."), f"expected a mapping for {datacls.__name__}, got {data!r}")]
-    hints = typing.get_type_hints(datacls)
+    hints = _type_hints(datacls)
     problems = []
     for field in dataclasses.fields(datacls):
         if field.name not in data:
@@ -178,6 +185,11 @@ def _type_problems(datacls: type, data: Any, prefix: str) -> list[tuple[str, str
         key = prefix + field.name
         problems += _value_problems(hints[field.name], data[field.name], key)
     return problems
+
+
+@functools.cache
+def _type_hints(datacls: type) -> dict[str, Any]:
+    return typing.get_type_hints(datacls)
 
 
 def _value_problems(hint: Any, value: Any, key: str) -> list[tuple[str, str]]:

@@ -45,19 +45,20 @@ class SweepOptions:
 
 def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions, config_loader: Any = None) -> None:
     """The sweeper's body (Hydra multirun): plan, then launch; exits non-zero on failures."""
+    plan_args = {"params": options.params, "config_loader": config_loader}
     try:
-        plan = plan_sweep(
-            arguments,
-            limit=options.rows if options.dry_run else None,
-            params=options.params,
-            config_loader=config_loader,
-        )
+        if options.dry_run:
+            # The table first (no SkyRL import needed), then the jobs shown are validated.
+            print(plan_sweep(arguments, limit=options.rows, validate=False, **plan_args).render(rows=options.rows))
+            plan = plan_sweep(arguments, limit=options.rows, **plan_args)
+        else:
+            plan = plan_sweep(arguments, **plan_args)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
     if options.dry_run:
-        print(plan.render(rows=options.rows))
+        print(f"validated the {plan.totals.validated} jobs shown: no problem found")
         print(f"plan: {plan.write(sweep_dir)} (dry run: nothing launched)")
         return
     parallel = options.parallel or plan.spec.parallel

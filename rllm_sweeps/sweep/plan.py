@@ -1,0 +1,602 @@
+"""The plan: a sweep spec expanded into jobs, every job composed and validated first.
+
+    plan = make_plan(spec, base_overrides)          # raises SweepError listing every bad job
+    print(plan.render(rows=20))                      # the dry-run table, totals, cost
+    plan.write(sweep_dir / "plan.json")
+
+Order: points in grid order (the last dimension fastest, as Hydra's BasicSweeper) or in
+sampling order; the seeds of a point are consecutive jobs that share its `point_id`.
+
+Huge grids: `make_plan(..., limit=N)` composes and validates only the first N jobs (a dry
+run shows those) while still counting every point and estimating the cost of every job
+(constraints and resources are read straight from the values when they can be). A plan
+made so says `complete=False`; a run always plans with `limit=None`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rllm_sweeps.config.native import quiet_skyrl
+from rllm_sweeps.config.overrides import did_you_mean
+from rllm_sweeps.config.validate import ConfigError, ConfigIssue
+from rllm_sweeps.jobhash import config_hash
+from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.sweep.constraints import ConstraintEvalError
+from rllm_sweeps.sweep.jobconfig import Base, JobComposer, JobConfig, Setting, plain_get, related, value_is_plain
+from rllm_sweeps.sweep.space import Point, SearchSpace
+from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec, parse_sweep_lenient
+from rllm_sweeps.sweep.values import format_value
+
+PLAN_FILE = "plan.json"
+PLAN_SCHEMA_VERSION = 1
+RESOURCE_KEYS = ("resources.nodes", "resources.gpus_per_node", "resources.time_min")
+_MAX_CONSTRAINT_ERRORS = 20
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    index: int  # position in the plan (0-based)
+    overrides: list[str]  # everything the job needs: `python train.py *overrides`
+    params: dict[str, Any]  # the point's values (swept and fixed parameters; not the seed)
+    point_id: str  # the same for every seed of a point: config hash without the seed
+    point_index: int  # the point's position among the plan's points
+    seed: int | None  # the job's seed_key value
+    config_hash: str  # rllm_sweeps.jobhash.config_hash of the job's resolved config
+    resources: dict[str, Any]  # the job's resources.* (nodes, gpus_per_node, time_min, ...)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PlannedJob:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Totals:
+    points: int  # points in the plan (after constraints)
+    jobs: int  # points x seeds
+    seeds: int  # jobs per point
+    candidates: int  # grid points before constraints, or samples drawn
+    dropped: int  # points the constraints dropped
+    validated: int  # jobs composed and validated
+    node_hours: float  # sum over jobs of nodes x time limit
+    gpu_hours: float  # sum over jobs of nodes x GPUs per node x time limit
+    plan_seconds: float = 0.0
+
+
+@dataclass
+class Plan:
+    spec: SweepSpec
+    base_overrides: list[str]
+    jobs: list[PlannedJob]  # every job when `complete`; else the first `limit`
+    totals: Totals
+    complete: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": PLAN_SCHEMA_VERSION,
+            "spec": self.spec.to_dict(),
+            "source": self.spec.source,
+            "base_overrides": list(self.base_overrides),
+            "complete": self.complete,
+            "totals": asdict(self.totals),
+            "notes": list(self.notes),
+            "jobs": [j.to_dict() for j in self.jobs],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=str)
+
+    def write(self, path: Path | str) -> Path:
+        """plan.json, written atomically."""
+        from rllm_sweeps.results import write_json_atomic
+
+        path = Path(path)
+        if path.is_dir() or path.suffix != ".json":
+            path = path / PLAN_FILE
+        return write_json_atomic(path, json.loads(self.to_json()))
+
+    def render(self, rows: int = 20) -> str:
+        """The dry-run view: what runs, what it costs, the first `rows` jobs."""
+        return render_plan(self, rows)
+
+
+# ---- entry points ----------------------------------------------------------------------
+
+
+def make_plan(
+    spec: SweepSpec, base_overrides: Sequence[str] = (), *, limit: int | None = None, validate: bool = True
+) -> Plan:
+    """Expand `spec` into jobs on top of `base_overrides`; compose and validate every job
+    (the first `limit` only, when given: a dry run of a huge grid). Raises SweepError
+    naming every problem: unknown keys, constraints, and each bad job with its overrides.
+
+    validate=False composes and hashes without validating (a preview: it skips importing
+    SkyRL's validators, seconds in a fresh process); the plan says so (`validated` 0).
+    """
+    return _Planner(spec, list(base_overrides), validate).plan(limit, pending=[])
+
+
+def plan_sweep(
+    overrides: Iterable[str],
+    *,
+    limit: int | None = None,
+    validate: bool = True,
+    sweep_file: str | Path | None = None,
+    params: dict[str, str] | None = None,
+    config_loader: Any = None,
+) -> Plan:
+    """parse_sweep + make_plan, with the problems of both reported together."""
+    request, issues = parse_sweep_lenient(overrides, sweep_file=sweep_file, params=params, config_loader=config_loader)
+    return plan_request(request, limit=limit, validate=validate, pending=issues)
+
+
+def plan_request(
+    request: SweepRequest, *, limit: int | None = None, validate: bool = True, pending: Sequence[ConfigIssue] = ()
+) -> Plan:
+    """make_plan for a parsed command line; `pending` problems are reported with the plan's."""
+    return _Planner(request.spec, list(request.base_overrides), validate).plan(limit, pending=list(pending))
+
+
+# ---- the planner -----------------------------------------------------------------------
+
+
+def _strip_seed(plain: dict[str, Any], seed_key: str) -> dict[str, Any]:
+    """The config without its seed (nor the seed's native mirrors): what a point is."""
+    paths = [seed_key] + [m.native for m in KEY_MAPPINGS if m.common == seed_key]
+    out = dict(plain)
+    for path in paths:
+        parts = path.split(".")
+        node: Any = out
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                node = None
+                break
+            node[part] = node = dict(child)
+        if isinstance(node, dict):
+            node.pop(parts[-1], None)
+    return out
+
+
+@dataclass
+class _Scan:
+    points: list[Point]  # the points to materialize
+    candidates: int  # grid points, or samples drawn
+    count: int  # points the constraints accept
+    node_hours: float = 0.0  # of every job (partial plans)
+    gpu_hours: float = 0.0
+
+
+class _Planner:
+    def __init__(self, spec: SweepSpec, base_overrides: list[str], validate: bool = True) -> None:
+        self.spec = spec
+        self.validate = validate
+        self.base_overrides = base_overrides
+        self.space = SearchSpace(spec)
+        self.composer = JobComposer(base_overrides)
+        self.issues: list[ConfigIssue] = []
+        self.notes: list[str] = list(spec.notes)
+        self.constraint_keys = tuple(sorted({k for c in spec.constraints for k in c.keys}))
+        self.setting_keys = frozenset(p.key for p in spec.parameters if not p.is_group)
+        self._readers: dict[Any, tuple[Base | None, bool]] = {}
+        self._constraint_errors = 0
+        self.attempted = 0  # jobs materialize() tried
+        self.duplicates: list[tuple[int, int]] = []
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def split(self, point: Point) -> tuple[tuple[str, ...], list[Setting]]:
+        """A point's config-group choices (Hydra composes those) and its values."""
+        groups = tuple(p.override(c) for p, c in point.choices if p.is_group)
+        settings = [Setting(p.key, c.value, c.text, p.prefix) for p, c in point.choices if not p.is_group]
+        return groups, settings
+
+    def seed_setting(self, seed: int) -> Setting:
+        return Setting(self.spec.seed_key, seed, format_value(seed))
+
+    def base_of(self, groups: tuple[str, ...]) -> Base | None:
+        try:
+            return self.composer.base(groups)
+        except ConfigError as err:
+            for issue in err.issues:
+                if issue not in self.issues:
+                    self.issues.append(issue)
+            return None
+
+    # -- checks that need a composed config ---------------------------------------------
+
+    def check_keys(self, known: set[str]) -> None:
+        spec = self.spec
+        params = {p.key: p for p in spec.parameters}
+        for p in spec.parameters:
+            if p.is_group or p.prefix or p.key in known:
+                continue
+            hint = did_you_mean(p.key, known)
+            self.issues.append(ConfigIssue(p.source, f"{p.source}: unknown key '{p.key}'{hint}"))
+        if spec.seeds is not None and spec.seed_key not in known:
+            hint = did_you_mean(spec.seed_key, known)
+            self.issues.append(ConfigIssue("seed_key", f"{spec.source}: seed_key '{spec.seed_key}' is not a key{hint}"))
+        for c in spec.constraints:
+            for key in c.keys:
+                if key in params or key in known:
+                    if key == spec.seed_key and spec.seeds is not None:
+                        self.issues.append(
+                            ConfigIssue(
+                                c.source,
+                                f"{c.source}: constraint '{c.text}' reads {key}, which varies within a point "
+                                "(the seeds); constraints drop points",
+                            )
+                        )
+                    continue
+                hint = did_you_mean(key, known)
+                self.issues.append(
+                    ConfigIssue(c.source, f"{c.source}: constraint '{c.text}' names '{key}', not a config key{hint}")
+                )
+
+    def first_groups(self) -> tuple[str, ...]:
+        if self.space.dims and all(d.rows for d in self.space.dims):
+            return self.split(self.space.point(0))[0]
+        return tuple(p.override(p.choices[0]) for p in self.spec.parameters if p.is_group and p.choices)
+
+    # -- reading a point's values without composing it ----------------------------------
+
+    def reader(self, point: Point, keys: tuple[str, ...]) -> Callable[[str], Any] | None:
+        """key -> value over the point's config (for constraints and resources), read from the
+        point's values and its base when that is exact, else from the composed config."""
+        groups = tuple(p.override(c) for p, c in point.choices if p.is_group)
+        entry = self._readers.get((groups, keys))
+        if entry is None:
+            base = self.base_of(groups)
+            cheap = (
+                base is not None
+                and self.composer.readable(base, self.setting_keys, keys)
+                and all(self._plain_param(k) for k in keys if k in self.setting_keys)
+            )
+            entry = self._readers[(groups, keys)] = (base, cheap)
+        base, cheap = entry
+        if base is None:
+            return None
+        values = point.params
+        if cheap:
+            plain = base.plain
+
+            def read(key: str) -> Any:
+                return values[key] if key in values else plain_get(plain, key)
+
+            return read
+        _, settings = self.split(point)
+        seed = [self.seed_setting(self.spec.seeds[0])] if self.spec.seeds else []
+        job = self.composer.job(base, settings + seed, self.base_overrides + list(groups), validate=False)
+        if job.plain is None:
+            return None
+        full = job.plain
+        group_keys = {p.key for p in self.spec.parameters if p.is_group}
+
+        def read_full(key: str) -> Any:
+            return values[key] if key in group_keys else plain_get(full, key)
+
+        return read_full
+
+    def _plain_param(self, key: str) -> bool:
+        p = self.spec.param(key)
+        return not p.prefix and p.kind != "distribution" and all(value_is_plain(c.value) for c in p.choices)
+
+    def accepts(self, point: Point) -> bool:
+        if not self.spec.constraints:
+            return True
+        read = self.reader(point, self.constraint_keys)
+        if read is None:
+            return False
+        for c in self.spec.constraints:
+            try:
+                if not c.holds(read):
+                    return False
+            except (ConstraintEvalError, KeyError) as err:
+                self._constraint_errors += 1
+                if self._constraint_errors <= _MAX_CONSTRAINT_ERRORS:
+                    what = f"missing key {err}" if isinstance(err, KeyError) else str(err)
+                    where = " ".join(point.overrides)
+                    self.issues.append(ConfigIssue(c.source, f"{c.source}: constraint '{c.text}' at [{where}]: {what}"))
+                return False
+        return True
+
+    def job_cost(self, point: Point) -> tuple[float, float]:
+        """Node-hours and GPU-hours of one job of this point."""
+        read = self.reader(point, RESOURCE_KEYS)
+        if read is None:
+            return 0.0, 0.0
+        resources = {}
+        for key in RESOURCE_KEYS:
+            try:
+                resources[key.split(".", 1)[1]] = read(key)
+            except KeyError:
+                pass
+        return _sum_cost([resources])
+
+    def constant_cost(self) -> tuple[float, float] | None:
+        """A job's cost when it is the same for every job (no group choices, resources not swept)."""
+        if any(p.is_group for p in self.spec.parameters) or not self.space.dims:
+            return None
+        if any(related(r, k) for r in RESOURCE_KEYS for k in self.setting_keys):
+            return None
+        point = self.space.point(0)
+        if self.reader(point, RESOURCE_KEYS) is None or not self._readers[((), RESOURCE_KEYS)][1]:
+            return None
+        return self.job_cost(point)
+
+    # -- the plan ------------------------------------------------------------------------
+
+    def plan(self, limit: int | None, pending: list[ConfigIssue]) -> Plan:
+        spec = self.spec
+        if spec.method == "optuna":
+            raise NotImplementedError(
+                "method: optuna is parsed and checked, but its trials are planned one by one by the Optuna "
+                "sweeper as results arrive (a later issue); use method: grid or random for now"
+            )
+        start = time.perf_counter()
+        with quiet_skyrl():
+            self.issues = list(pending)
+            groups = self.first_groups()
+            first = self.base_of(groups)
+            try:
+                known = first.known_keys if first is not None else self.composer.group_config(groups)[1]
+                self.check_keys(known)
+            except ConfigError:
+                pass  # the base's problem is reported already
+            if self.issues:
+                raise SweepError(self.issues)
+            scan = self.points(limit)
+            if self.issues:
+                raise SweepError(self.issues)
+            n_seeds = spec.n_seeds
+            n_jobs = scan.count * n_seeds
+            if scan.count == 0:
+                texts = "; ".join(f"'{c.text}' ({c.source})" for c in spec.constraints)
+                raise SweepError(
+                    [ConfigIssue("constraints", f"the constraints drop all {scan.candidates} points: {texts}")]
+                )
+            if spec.method == "grid" and spec.budget is not None and n_jobs > spec.budget:
+                raise SweepError(
+                    [
+                        ConfigIssue(
+                            "budget",
+                            f"{spec.source}: budget: the grid has {n_jobs} jobs ({scan.count} points x {n_seeds} "
+                            f"seeds), more than the budget of {spec.budget}",
+                        )
+                    ]
+                )
+            jobs, bad = self.materialize(scan.points, limit)
+            if bad:
+                n_bad = len({i.key for i in bad})
+                raise SweepError(bad, where=f"{n_bad} of {self.attempted} jobs are invalid")
+            complete = len(jobs) == n_jobs
+            node_h, gpu_h = _sum_cost(j.resources for j in jobs) if complete else (scan.node_hours, scan.gpu_hours)
+        if self.duplicates:
+            first_dup = self.duplicates[0]
+            self.notes.append(
+                f"{len(self.duplicates)} job(s) repeat the config of an earlier job (job {first_dup[0]} = job "
+                f"{first_dup[1]}): duplicated values?"
+            )
+        if self.composer.stats["exact"]:
+            self.notes.append(
+                f"{self.composer.stats['exact']} config(s) composed the exact (slow) way: they set SkyRL-native "
+                "keys, dict or interpolated values, or +keys"
+            )
+        totals = Totals(
+            points=scan.count,
+            jobs=n_jobs,
+            seeds=n_seeds,
+            candidates=scan.candidates,
+            dropped=scan.candidates - scan.count,
+            validated=len(jobs) if self.validate else 0,
+            node_hours=node_h,
+            gpu_hours=gpu_h,
+            plan_seconds=time.perf_counter() - start,
+        )
+        return Plan(spec, list(self.base_overrides), jobs, totals, complete, self.notes)
+
+    def points(self, limit: int | None) -> _Scan:
+        """The points to materialize (all of them, or enough for `limit` jobs), how many
+        points the plan has, and (for a partial plan) the cost of all its jobs."""
+        spec = self.spec
+        need = None if limit is None else math.ceil(limit / spec.n_seeds)
+        if spec.method == "random":
+            assert spec.budget is not None
+            n = spec.budget // spec.n_seeds
+            samples = self.space.sample(n, accept=self.accepts)
+            if len(samples.points) < n and samples.points and not self.issues:
+                self.issues.append(
+                    ConfigIssue(
+                        "constraints",
+                        f"{spec.source}: the constraints accepted {len(samples.points)} of {samples.draws} samples, "
+                        f"fewer than the {n} points the budget asks for",
+                    )
+                )
+            return self.scan(samples.points, need, samples.draws, check=False)
+        size = self.space.grid_size
+        if limit is None:
+            return self.scan(self.space.grid(), None, size, cost=False)
+        const = self.constant_cost() if not spec.constraints else None
+        if const is not None:  # nothing to scan: every point is in, every job costs the same
+            kept = list(itertools.islice(self.space.grid(), need))
+            jobs = size * spec.n_seeds
+            return _Scan(kept, size, size, const[0] * jobs, const[1] * jobs)
+        return self.scan(self.space.grid(), need, size)
+
+    def scan(
+        self, points: Iterable[Point], keep: int | None, candidates: int, check: bool = True, cost: bool = True
+    ) -> _Scan:
+        kept: list[Point] = []
+        count = 0
+        node_h = gpu_h = 0.0
+        n_seeds = self.spec.n_seeds
+        for p in points:
+            if check and not self.accepts(p):
+                continue
+            count += 1
+            if keep is None or len(kept) < keep:
+                kept.append(p)
+            if cost and keep is not None:
+                n, g = self.job_cost(p)
+                node_h += n * n_seeds
+                gpu_h += g * n_seeds
+        return _Scan(kept, candidates, count, node_h, gpu_h)
+
+    def materialize(self, points: Iterable[Point], limit: int | None) -> tuple[list[PlannedJob], list[ConfigIssue]]:
+        spec = self.spec
+        jobs: list[PlannedJob] = []
+        bad: list[ConfigIssue] = []
+        seen: dict[str, int] = {}
+        index = 0
+        seeds: Sequence[int | None] = spec.seeds if spec.seeds else [None]
+        for point_index, point in enumerate(points):
+            if limit is not None and index >= limit:
+                break
+            groups, settings = self.split(point)
+            base = self.base_of(groups)
+            point_id = None
+            for seed in seeds:
+                if limit is not None and index >= limit:
+                    break
+                self.attempted += 1
+                job_settings = settings + ([self.seed_setting(seed)] if seed is not None else [])
+                swept = list(groups) + [s.override for s in job_settings]
+                overrides = self.base_overrides + swept
+                if base is None:
+                    index += 1
+                    continue
+                config = self.composer.job(base, job_settings, overrides, validate=self.validate)
+                if config.issues or config.plain is None:
+                    where = f"job {index} [{' '.join(swept)}]"
+                    bad += [ConfigIssue(where, f"{where}: {i.message}") for i in config.issues]
+                    index += 1
+                    continue
+                job = self.planned(index, point_index, point, overrides, seed, config, point_id)
+                point_id = job.point_id
+                if job.config_hash in seen:
+                    self.duplicates.append((index, seen[job.config_hash]))
+                seen.setdefault(job.config_hash, index)
+                for note in config.notes:
+                    if note not in self.notes:
+                        self.notes.append(note)
+                jobs.append(job)
+                index += 1
+        if self.issues:  # bases that did not compose
+            bad = self.issues + bad
+        return jobs, bad
+
+    def planned(
+        self,
+        index: int,
+        point_index: int,
+        point: Point,
+        overrides: list[str],
+        seed: int | None,
+        config: JobConfig,
+        point_id: str | None,
+    ) -> PlannedJob:
+        plain = config.plain
+        assert plain is not None
+        if point_id is None:
+            point_id = config_hash(_strip_seed(plain, self.spec.seed_key))
+        if seed is None:
+            try:
+                seed = plain_get(plain, self.spec.seed_key)
+            except KeyError:
+                seed = None
+        resources = plain.get("resources")
+        return PlannedJob(
+            index=index,
+            overrides=overrides,
+            params=point.params,
+            point_id=point_id,
+            point_index=point_index,
+            seed=seed,
+            config_hash=config_hash(plain),
+            resources=dict(resources) if isinstance(resources, dict) else {},
+        )
+
+
+def _sum_cost(resources: Iterable[dict[str, Any]]) -> tuple[float, float]:
+    node_h = gpu_h = 0.0
+    for r in resources:
+        nodes, gpus, minutes = r.get("nodes"), r.get("gpus_per_node"), r.get("time_min")
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (nodes, gpus, minutes)):
+            continue
+        node_h += nodes * minutes / 60
+        gpu_h += nodes * gpus * minutes / 60
+    return node_h, gpu_h
+
+
+# ---- the dry-run table -----------------------------------------------------------------
+
+
+def _short(value: float) -> str:
+    return f"{value:,.1f}" if value < 1e6 else f"{value:.3g}"
+
+
+def render_plan(plan: Plan, rows: int = 20) -> str:
+    spec, t = plan.spec, plan.totals
+    lines = []
+    head = f"Sweep {spec.name or spec.source}: method {spec.method}"
+    seeds = f" x {t.seeds} seeds" if spec.seeds else ""
+    lines.append(f"{head}, {t.points:,} points{seeds} = {t.jobs:,} jobs, parallel {spec.parallel}")
+    if spec.method == "grid" and t.dropped:
+        lines.append(f"Constraints dropped {t.dropped:,} of {t.candidates:,} grid points")
+    elif spec.method == "random":
+        lines.append(f"Sampled with Optuna's RandomSampler(seed={spec.seed}): {t.candidates:,} draws")
+    if plan.base_overrides:
+        lines.append("Every job: " + " ".join(plan.base_overrides))
+    if not t.validated:
+        lines.append(f"Composed {len(plan.jobs):,} of {t.jobs:,} jobs, validated none yet ({t.plan_seconds:.2f} s)")
+    elif plan.complete:
+        lines.append(f"Validated: all {t.validated:,} jobs ({t.plan_seconds:.2f} s)")
+    else:
+        lines.append(
+            f"Validated: the first {t.validated:,} of {t.jobs:,} jobs ({t.plan_seconds:.2f} s); "
+            "a run validates every job before it launches any"
+        )
+    lines.append(
+        f"Estimated use: {_short(t.node_hours)} node-hours, {_short(t.gpu_hours)} GPU-hours "
+        "(upper bound: every job's resources.nodes x gpus_per_node x time_min)"
+    )
+    for note in plan.notes:
+        lines.append(f"note: {note}")
+    shown = plan.jobs[:rows]
+    if shown:
+        common = set(plan.base_overrides)
+        table = [("#", "point", "seed", "config hash", "nodes x gpus", "time", "overrides")]
+        for j in shown:
+            r = j.resources
+            table.append(
+                (
+                    str(j.index),
+                    j.point_id[:8],
+                    "" if j.seed is None else str(j.seed),
+                    j.config_hash,
+                    f"{r.get('nodes', '?')} x {r.get('gpus_per_node', '?')}",
+                    f"{r.get('time_min', '?')}m",
+                    " ".join(o for o in j.overrides if o not in common),
+                )
+            )
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+        lines.append("")
+        for row in table:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
+        if t.jobs > len(shown):
+            lines.append(f"... {t.jobs - len(shown):,} more jobs (showing {len(shown)} of {t.jobs:,})")
+    return "\n".join(lines)
+
+
+__all__ = ["PLAN_FILE", "Plan", "PlannedJob", "Totals", "make_plan", "plan_request", "plan_sweep", "render_plan"]
