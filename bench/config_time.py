@@ -25,7 +25,8 @@ def main() -> None:
         load_config(["trainer.lr=3e-3", "rollout.n=4"], notify=lambda _: None)
         times.append(time.perf_counter() - t0)
     print(f"first load_config (imports SkyRL's schemas): {first:.2f}s")
-    print(f"compose + reconcile + validate, after imports: median {statistics.median(times):.3f}s, max {max(times):.3f}s")
+    median = statistics.median(times)
+    print(f"compose + reconcile + validate, after imports: median {median:.3f}s, max {max(times):.3f}s")
 
 
 if __name__ == "__main__":
