@@ -1,6 +1,6 @@
 """Time to compose, reconcile and validate the default config (after imports), median of 10.
 
-    .venv/bin/python bench/config_time.py
+.venv/bin/python bench/config_time.py
 """
 
 from __future__ import annotations
