@@ -86,6 +86,15 @@ def test_bad_value_is_rejected_naming_key_value_and_allowed_values(override, key
     assert allowed in message
 
 
+def test_a_tracker_that_is_not_installed_is_rejected_before_the_job():
+    import importlib.util
+
+    if importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed here")
+    message = config_error(["trainer.logger=[console,wandb]"])
+    assert "trainer.logger" in message and "pip install wandb" in message
+
+
 def test_several_bad_values_are_reported_together():
     message = config_error(["trainer.lr=-1", "rollout.n=0", "algorithm.adv_estimator=foo"])
     assert "3 problems" in message

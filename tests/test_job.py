@@ -51,8 +51,8 @@ def train_steps(job_dir: Path) -> list[int]:
     return [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"]
 
 
-def test_job_writes_result_metrics_and_config(tmp_path):
-    proc = run_job(tmp_path / "job")
+def test_job_writes_result_metrics_config_and_tensorboard_events(tmp_path):
+    proc = run_job(tmp_path / "job", "trainer.logger=[console,tensorboard]")
     assert proc.returncode == 0, proc.stdout[-3000:]
     result = JobResult.read(tmp_path / "job")
     assert result.status == "completed" and result.steps == 4
@@ -62,6 +62,7 @@ def test_job_writes_result_metrics_and_config(tmp_path):
     assert train_steps(tmp_path / "job") == [1, 2, 3, 4]
     assert "final val_reward_mean" in proc.stdout
     assert (tmp_path / "job" / "config.yaml").exists()
+    assert list((tmp_path / "job" / "tensorboard").glob("events.out.tfevents.*"))
 
 
 def test_sigterm_after_a_checkpoint_then_rerun_resumes_with_continuous_metrics(tmp_path):

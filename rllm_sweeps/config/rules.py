@@ -146,7 +146,18 @@ class CrossRule:
     message: str
 
 
+def _tracker_installed(loggers: Any) -> bool:
+    import importlib.util
+
+    return "wandb" not in (loggers or []) or importlib.util.find_spec("wandb") is not None
+
+
 CROSS_RULES: tuple[CrossRule, ...] = (
+    CrossRule(
+        ("trainer.logger",),
+        _tracker_installed,
+        "trainer.logger includes wandb, but the wandb package is not installed (pip install wandb)",
+    ),
     CrossRule(
         ("data.train_batch_size", "trainer.mini_batch_size"),
         lambda batch, mini: batch % mini == 0,

@@ -65,20 +65,33 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
     if parallel < 1:
         print(f"error: parallel={parallel} is invalid: expected an integer >= 1", file=sys.stderr)
         raise SystemExit(2)
+    launcher = make_launcher(hydra_cfg)
     write_json_atomic(
         sweep_dir / MANIFEST_FILE,
-        {"command": sys.argv, "sweep_id": sweep_id(plan), "created_at": time.time(), "launcher": "local"},
+        {"command": sys.argv, "sweep_id": sweep_id(plan), "created_at": time.time(), "launcher": launcher.name},
     )
     plan.write(sweep_dir)
-    from launchers.local import LocalLauncher
-
-    runner = SweepRunner(plan, sweep_dir, LocalLauncher(), parallel, options.progress_every_s)
+    runner = SweepRunner(plan, sweep_dir, launcher, parallel, options.progress_every_s)
     results = runner.run()
     print_final_table(sweep_dir)
     failed = [i for i, r in results.items() if r is None or r.status not in FINAL_STATES]
     if failed:
         print(f"{len(failed)} of {len(results)} jobs did not complete: {failed}", file=sys.stderr)
         raise SystemExit(1)
+
+
+def make_launcher(hydra_cfg: DictConfig) -> Launcher:
+    """The launcher `hydra/launcher` selects: SLURM (submitit) or local processes (default)."""
+    from omegaconf import OmegaConf
+
+    launcher_cfg = OmegaConf.to_container(hydra_cfg.hydra.launcher, resolve=True)
+    if str(launcher_cfg.pop("_target_", "")).endswith("SlurmHydraLauncher"):
+        from launchers.slurm import SlurmLauncher, SlurmSettings
+
+        return SlurmLauncher(SlurmSettings(**launcher_cfg))
+    from launchers.local import LocalLauncher
+
+    return LocalLauncher()
 
 
 def sweep_id(plan: Plan) -> str:

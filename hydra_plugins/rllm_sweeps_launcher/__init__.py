@@ -1,0 +1,1 @@
+"""Hydra plugin: `hydra/launcher=slurm` settings for the rllm-sweeps sweeper."""

@@ -1,0 +1,125 @@
+"""Jobs as SLURM jobs, through submitit (`hydra/launcher=slurm`).
+
+Each job is `python train.py OVERRIDES` run by submitit inside its allocation, with the
+resources derived from the job's own config (`resources.*`), so one sweep may mix job
+sizes. The sweeper keeps `parallel` jobs in flight and hands the next one over as soon as
+one ends; finished jobs are noticed from `sacct`, asked for all jobs at once and at most
+every `poll_interval_s`.
+
+Time limits and preemption: SLURM signals the job `signal_delay_s` before its limit;
+submitit calls `checkpoint()`, which stops the training process (it saves a checkpoint on
+SIGTERM) and asks submitit to requeue the same command, which then resumes from that
+checkpoint, at most `max_requeues` times.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from launchers.base import JobState, JobStatus, LaunchRequest
+
+# sacct states after which a job will not run again (submitit's names).
+_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE"}
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """`hydra.launcher.*` for SLURM (conf/hydra/launcher/slurm.yaml, conf/cluster/*.yaml)."""
+
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    setup: list[str] = field(default_factory=list)  # shell lines run before the job (module load ...)
+    env: dict[str, str] = field(default_factory=dict)  # for the client (SLURM_CONF) and the job
+    max_requeues: int = 3
+    signal_delay_s: int = 90
+    poll_interval_s: float = 2.0
+
+
+class TrainCommand(submitit.helpers.Checkpointable):
+    """`python train.py ...` in the allocation; on a time limit or preemption: stop, requeue."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log: Path) -> None:
+        self.argv = argv
+        self.env = env
+        self.log = log
+        self.process: subprocess.Popen | None = None
+
+    def __call__(self) -> int:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(self.argv, env={**os.environ, **self.env}, stdout=log, stderr=log)
+            code = self.process.wait()
+        if code not in (0, 143):
+            raise RuntimeError(f"training exited with code {code} (see the job's job.log and result.json)")
+        return code
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> submitit.helpers.DelayedSubmission:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)  # the loop checkpoints at the next step
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return submitit.helpers.DelayedSubmission(TrainCommand(self.argv, self.env, self.log))
+
+
+class SlurmLauncher:
+    name = "slurm"
+
+    def __init__(self, settings: SlurmSettings) -> None:
+        self.settings = settings
+        os.environ.update(settings.env)  # sbatch/sacct read SLURM_CONF from here
+        self._last_poll = 0.0
+        self._jobs: list[submitit.Job] = []
+
+    def executor(self, request: LaunchRequest) -> submitit.AutoExecutor:
+        res = request.resources
+        s = self.settings
+        executor = submitit.AutoExecutor(
+            folder=request.job_dir / "slurm", cluster="slurm", slurm_max_num_timeout=s.max_requeues
+        )
+        extra = {k: v for k, v in (("account", s.account), ("qos", s.qos), ("constraint", s.constraint)) if v}
+        gpus = int(res.get("gpus_per_node", 0) or 0)
+        executor.update_parameters(
+            name=f"rllm-{request.job_dir.name}",
+            timeout_min=int(res.get("time_min", 60)),
+            nodes=int(res.get("nodes", 1)),
+            tasks_per_node=1,
+            cpus_per_task=int(res.get("cpus_per_task", 1)),
+            mem_gb=float(res.get("mem_gb", 4)),
+            **({"gpus_per_node": gpus} if gpus else {}),
+            slurm_partition=s.partition,
+            slurm_setup=list(s.setup),
+            slurm_signal_delay_s=s.signal_delay_s,
+            slurm_additional_parameters=extra,
+        )
+        return executor
+
+    def submit(self, request: LaunchRequest) -> submitit.Job:
+        request.job_dir.mkdir(parents=True, exist_ok=True)
+        command = TrainCommand(request.argv, {**self.settings.env, **request.env}, request.job_dir / "job.log")
+        job = self.executor(request).submit(command)
+        self._jobs.append(job)
+        return job
+
+    def poll(self, job: submitit.Job) -> JobStatus:
+        now = time.monotonic()
+        if now - self._last_poll >= self.settings.poll_interval_s:
+            self._last_poll = now
+            job.watcher.update()  # one sacct call for every job of this watcher
+        state = job.watcher.get_state(job.job_id, mode="standard")
+        if state in _ENDED:
+            return JobStatus(JobState.FINISHED, returncode=0 if state == "COMPLETED" else 1, detail=state)
+        return JobStatus(JobState.PENDING if state == "PENDING" else JobState.RUNNING, detail=f"{job.job_id} {state}")
+
+    def cancel(self, job: submitit.Job) -> None:
+        job.cancel(check=False)

@@ -1,0 +1,70 @@
+"""Sweeps on the real local SLURM cluster (slurmctld, slurmd, slurmdbd: sacct is real)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from rllm_sweeps.results import JobResult
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.slow, pytest.mark.slurm]
+QUICK = [
+    "trainer.total_batches=2",
+    "trainer.val_before_train=false",
+    "trainer.test_freq=0",
+    "task.dataset.val_size=8",
+    "resources.cpus_per_task=1",  # two jobs fit on the 2-CPU node at once
+    "resources.mem_gb=4",
+    "resources.time_min=10",
+]
+
+
+def sacct_jobs(name_prefix: str) -> list[dict[str, str]]:
+    out = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-a", "-S", "now-1hour", "-o", "JobID,JobName,State,Start,End"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = [
+        dict(zip(("id", "name", "state", "start", "end"), line.split("|"), strict=True)) for line in out.splitlines()
+    ]
+    return [r for r in rows if r["name"].startswith(name_prefix)]
+
+
+def test_four_training_jobs_run_as_slurm_jobs_never_more_than_two_at_once(slurm_env, tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "train.py"),
+            "-m",
+            *QUICK,
+            "trainer.lr=1e-3,2e-3,3e-3,4e-3",
+            "hydra/launcher=slurm",
+            "cluster=local",
+            "hydra.sweeper.parallel=2",
+            f"hydra.sweep.dir={tmp_path}",
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = [JobResult.read(p.parent) for p in tmp_path.glob("jobs/*/result.json")]
+    assert len(results) == 4 and all(r.status == "completed" for r in results)
+    assert "val_reward_mean" in proc.stdout  # the table
+    # They ran as SLURM jobs: sacct knows them, completed, and never more than 2 at once.
+    names = {f"rllm-{p.name}" for p in tmp_path.glob("jobs/*")}
+    jobs = [j for j in sacct_jobs("rllm-") if j["name"] in names]
+    assert len(jobs) == 4 and {j["state"] for j in jobs} == {"COMPLETED"}, jobs
+    spans = [(datetime.fromisoformat(j["start"]), datetime.fromisoformat(j["end"])) for j in jobs]
+    for t, _ in spans:
+        assert sum(1 for s, e in spans if s <= t < e) <= 2
