@@ -284,9 +284,9 @@ def _hydra_literal(value) -> str:
 
 
 def shipped_configs() -> list[list[str]]:
-    """Overrides selecting each example config shipped in conf/ (task and backend groups)."""
+    """Overrides selecting each example config shipped in conf/ (task, backend, cluster)."""
     choices = []
-    for group in ("task", "backend"):
+    for group in ("task", "backend", "cluster"):
         for path in sorted((CONF_DIR / group).glob("*.yaml")):
             choices.append([f"{group}={path.stem}"])
     return choices

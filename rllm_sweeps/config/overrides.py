@@ -40,7 +40,7 @@ def parse_overrides(overrides: Iterable[str]) -> ParsedOverrides:
     known_groups = config_groups()
     for o in parsed:
         key = o.key_or_group
-        if key == "hydra" or key.startswith("hydra.") or key.startswith("hydra/"):
+        if key == "hydra" or key.startswith("hydra."):
             hydra.append(o)
         elif "/" in key or key in known_groups:
             groups.append(o)
