@@ -72,6 +72,16 @@ class TrainCommand(submitit.helpers.Checkpointable):
         return submitit.helpers.DelayedSubmission(TrainCommand(self.argv, self.env, self.log))
 
 
+def _minutes(limit: str) -> int | None:
+    """SLURM's time format ([days-]hours:minutes:seconds, minutes, "infinite") in minutes."""
+    if limit in ("infinite", "UNLIMITED", "n/a"):
+        return None
+    days, _, clock = limit.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    hours, minutes, seconds = ([0] * (3 - len(parts)) + parts) if len(parts) > 1 else (0, parts[0], 0)
+    return int(days or 0) * 1440 + hours * 60 + minutes + (1 if seconds else 0)
+
+
 class SlurmLauncher:
     name = "slurm"
 
@@ -103,6 +113,52 @@ class SlurmLauncher:
             slurm_additional_parameters=extra,
         )
         return executor
+
+    def preflight(self, shapes: list[dict[str, Any]]) -> list[str]:
+        """Ask SLURM (`sbatch --test-only`) whether each distinct job shape can ever run here:
+        unknown partition, more GPUs than a node has, a time limit above the partition's."""
+        problems = []
+        for res in shapes:
+            args = ["sbatch", "--test-only", "--wrap", "true", "--nodes", str(int(res.get("nodes", 1)))]
+            args += [
+                "--cpus-per-task",
+                str(int(res.get("cpus_per_task", 1))),
+                "--time",
+                str(int(res.get("time_min", 60))),
+            ]
+            args += ["--mem", f"{int(float(res.get('mem_gb', 4)) * 1024)}M"]
+            if int(res.get("gpus_per_node", 0) or 0):
+                args += ["--gpus-per-node", str(int(res["gpus_per_node"]))]
+            for flag, value in (("--partition", self.settings.partition), ("--account", self.settings.account)):
+                if value:
+                    args += [flag, value]
+            for flag, value in (("--qos", self.settings.qos), ("--constraint", self.settings.constraint)):
+                if value:
+                    args += [flag, value]
+            shape = ", ".join(f"{k}={v}" for k, v in sorted(res.items()))
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            if proc.returncode != 0:
+                reason = (proc.stderr.strip() or proc.stdout.strip() or "no reason given").splitlines()[-1]
+                problems.append(f"SLURM rejects jobs with {shape} (partition={self.settings.partition}): {reason}")
+                continue
+            # Without EnforcePartLimits, SLURM accepts such a job and leaves it pending forever.
+            limit = self.partition_time_limit_min()
+            if limit is not None and int(res.get("time_min", 60)) > limit:
+                problems.append(
+                    f"SLURM would never start jobs with {shape}: resources.time_min={res.get('time_min')} is above "
+                    f"the partition's time limit of {limit} minutes (partition={self.settings.partition})"
+                )
+        return problems
+
+    def partition_time_limit_min(self) -> int | None:
+        """MaxTime of the partition jobs go to (the default one if none is set), in minutes."""
+        args = ["sinfo", "-h", "-o", "%P %l"] + (["-p", self.settings.partition] if self.settings.partition else [])
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        for line in proc.stdout.splitlines():
+            name, limit = line.split()
+            if self.settings.partition or name.endswith("*"):
+                return _minutes(limit)
+        return None
 
     def submit(self, request: LaunchRequest) -> submitit.Job:
         request.job_dir.mkdir(parents=True, exist_ok=True)

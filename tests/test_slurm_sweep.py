@@ -68,3 +68,41 @@ def test_four_training_jobs_run_as_slurm_jobs_never_more_than_two_at_once(slurm_
     spans = [(datetime.fromisoformat(j["start"]), datetime.fromisoformat(j["end"])) for j in jobs]
     for t, _ in spans:
         assert sum(1 for s, e in spans if s <= t < e) <= 2
+
+
+def run_sweep(sweep_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "-m", *QUICK, *args, "cluster=local", f"hydra.sweep.dir={sweep_dir}"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ("hydra.launcher.partition=nope", "Invalid partition name specified"),
+        ("resources.gpus_per_node=5", "Requested node configuration is not available"),
+        ("resources.time_min=10 hydra.launcher.partition=short", "above the partition's time limit of 5 minutes"),
+    ],
+    ids=["unknown-partition", "too-many-gpus", "time-above-partition-max"],
+)
+def test_what_slurm_would_refuse_is_rejected_before_anything_is_submitted(slurm_env, tmp_path, bad, reason):
+    before = len(sacct_jobs("rllm-"))
+    proc = run_sweep(tmp_path, "trainer.lr=1e-3,2e-3", *bad.split())
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert reason in proc.stderr and "nothing was submitted" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "jobs").exists() and len(sacct_jobs("rllm-")) == before
+
+
+def test_a_sweep_refused_by_slurm_runs_after_the_input_is_fixed(slurm_env, tmp_path):
+    refused = run_sweep(tmp_path, "trainer.lr=1e-3", "hydra.launcher.partition=nope")
+    assert refused.returncode == 2
+    fixed = run_sweep(tmp_path, "trainer.lr=1e-3", "hydra.launcher.partition=debug")
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
+    results = [JobResult.read(p.parent) for p in tmp_path.glob("jobs/*/result.json")]
+    assert [r.status for r in results] == ["completed"]

@@ -66,6 +66,14 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         print(f"error: parallel={parallel} is invalid: expected an integer >= 1", file=sys.stderr)
         raise SystemExit(2)
     launcher = make_launcher(hydra_cfg)
+    if hasattr(launcher, "preflight"):
+        # Everything the scheduler would refuse, for every job shape, before any job is queued.
+        shapes = {json.dumps(job.resources, sort_keys=True): job.resources for job in plan.jobs}
+        problems = launcher.preflight(list(shapes.values()))
+        if problems:
+            print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
+            print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
+            raise SystemExit(2)
     write_json_atomic(
         sweep_dir / MANIFEST_FILE,
         {"command": sys.argv, "sweep_id": sweep_id(plan), "created_at": time.time(), "launcher": launcher.name},
