@@ -130,7 +130,15 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
 
 def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested) -> dict[str, Any]:
     """Ray up, backend, loop; returns the loop's summary. Ray goes down on every exit."""
-    from rllm_sweeps.runtime.ray_cluster import LocalRayCluster, RayClusterSpec
+    from rllm_sweeps.runtime.ray_cluster import LocalRayCluster, RayClusterSpec, slurm_node_resources
+
+    def ray_node_resources(cfg: DictConfig) -> tuple[int, int]:
+        """What Ray may use: SLURM's allocation inside a SLURM job (Ray hangs when it assumes
+        more CPUs than the allocation has), else the job's resources.*."""
+        if "SLURM_JOB_ID" in os.environ:
+            return slurm_node_resources()
+        return int(cfg.resources.cpus_per_task), int(cfg.resources.gpus_per_node)
+
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.trackers import make_trackers
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer
@@ -138,7 +146,7 @@ def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopR
 
     settings = LoopSettings.from_config(cfg)
     task = load_task(cfg.task)
-    spec = RayClusterSpec(num_cpus=int(cfg.resources.cpus_per_task), num_gpus=int(cfg.resources.gpus_per_node))
+    spec = RayClusterSpec(*ray_node_resources(cfg))
     with LocalRayCluster(spec) as ray_cluster:
         print(f"ray cluster up at RAY_ADDRESS={ray_cluster.address}", flush=True)
         # Who this job's Ray processes are, for `status` and for tests that check teardown.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -106,3 +107,19 @@ def test_a_sweep_refused_by_slurm_runs_after_the_input_is_fixed(slurm_env, tmp_p
     assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
     results = [JobResult.read(p.parent) for p in tmp_path.glob("jobs/*/result.json")]
     assert [r.status for r in results] == ["completed"]
+
+
+def test_a_job_asking_two_gpus_per_node_gets_two_devices_and_its_ray_head_advertises_two(slurm_env, tmp_path):
+    probe = tmp_path / "probe.json"
+    os.environ["RAY_PROBE_OUT"] = str(probe)  # sbatch passes the environment on to the job
+    try:
+        proc = run_sweep(
+            tmp_path / "sweep", "resources.gpus_per_node=2", "task.reward=tests.probes.ray_probe:probe_reward"
+        )
+    finally:
+        del os.environ["RAY_PROBE_OUT"]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    seen = json.loads(probe.read_text())
+    assert seen["returncode"] == 0, seen["stderr"]
+    assert len(seen["CUDA_VISIBLE_DEVICES"].split(",")) == 2
+    assert seen["resources"]["GPU"] == 2

@@ -31,6 +31,7 @@ def probe_reward(prompt: str, response: str, ground_truth: str) -> float:
         _done = True
         out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
         record = {"RAY_ADDRESS": os.environ.get("RAY_ADDRESS"), "returncode": out.returncode}
+        record["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES")
         record["stderr"] = out.stderr[-2000:]
         if out.returncode == 0:
             record.update(json.loads(out.stdout.strip().splitlines()[-1]))
