@@ -6,12 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from rllm_sweeps.results import JobResult
+from rllm_sweeps.results import JobResult, read_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
@@ -123,3 +124,28 @@ def test_a_job_asking_two_gpus_per_node_gets_two_devices_and_its_ray_head_advert
     assert seen["returncode"] == 0, seen["stderr"]
     assert len(seen["CUDA_VISIBLE_DEVICES"].split(",")) == 2
     assert seen["resources"]["GPU"] == 2
+
+
+def test_scontrol_requeue_after_a_checkpoint_resumes_with_continuous_metrics_and_one_restart(slurm_env, tmp_path):
+    args = [*QUICK, "trainer.total_batches=40", "trainer.save_freq=2", "trainer.lr=1e-3"]
+    sweeper = subprocess.Popen(
+        [sys.executable, str(REPO / "train.py"), "-m", *args, "cluster=local", f"hydra.sweep.dir={tmp_path}"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    while not list(tmp_path.glob("jobs/*/checkpoints/latest")):
+        assert sweeper.poll() is None and time.monotonic() < deadline, sweeper.stdout.read()[-3000:]
+        time.sleep(0.2)
+    job_dir = next(tmp_path.glob("jobs/*"))
+    [job] = [j for j in sacct_jobs("rllm-") if j["name"] == f"rllm-{job_dir.name}"]
+    subprocess.run(["scontrol", "requeue", job["id"]], check=True)
+    out, _ = sweeper.communicate(timeout=600)
+    assert sweeper.returncode == 0, out[-3000:]
+    result = JobResult.read(job_dir)
+    assert result.status == "completed" and result.steps == 40 and result.restarts == 1
+    steps = [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"]
+    assert steps == list(range(1, 41))
