@@ -27,9 +27,11 @@ QUICK = [
 ]
 
 
-def sacct_jobs(name_prefix: str) -> list[dict[str, str]]:
+def sacct_jobs(name_prefix: str, since: str = "now-1hour") -> list[dict[str, str]]:
+    """sacct's records of jobs whose name starts with `name_prefix` (the cluster's state,
+    and so its job history, outlives a test: filter by `since`, a SLURM time)."""
     out = subprocess.run(
-        ["sacct", "-n", "-X", "-P", "-a", "-S", "now-1hour", "-o", "JobID,JobName,State,Start,End"],
+        ["sacct", "-n", "-X", "-P", "-a", "-S", since, "-o", "JobID,JobName,State,Start,End"],
         capture_output=True,
         text=True,
         check=True,
@@ -41,6 +43,7 @@ def sacct_jobs(name_prefix: str) -> list[dict[str, str]]:
 
 
 def test_four_training_jobs_run_as_slurm_jobs_never_more_than_two_at_once(slurm_env, tmp_path):
+    since = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
     proc = subprocess.run(
         [
             sys.executable,
@@ -65,7 +68,7 @@ def test_four_training_jobs_run_as_slurm_jobs_never_more_than_two_at_once(slurm_
     assert "val_reward_mean" in proc.stdout  # the table
     # They ran as SLURM jobs: sacct knows them, completed, and never more than 2 at once.
     names = {f"rllm-{p.name}" for p in tmp_path.glob("jobs/*")}
-    jobs = [j for j in sacct_jobs("rllm-") if j["name"] in names]
+    jobs = [j for j in sacct_jobs("rllm-", since) if j["name"] in names]
     assert len(jobs) == 4 and {j["state"] for j in jobs} == {"COMPLETED"}, jobs
     spans = [(datetime.fromisoformat(j["start"]), datetime.fromisoformat(j["end"])) for j in jobs]
     for t, _ in spans:
@@ -127,6 +130,7 @@ def test_a_job_asking_two_gpus_per_node_gets_two_devices_and_its_ray_head_advert
 
 
 def test_scontrol_requeue_after_a_checkpoint_resumes_with_continuous_metrics_and_one_restart(slurm_env, tmp_path):
+    since = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
     args = [*QUICK, "trainer.total_batches=40", "trainer.save_freq=2", "trainer.lr=1e-3"]
     sweeper = subprocess.Popen(
         [sys.executable, str(REPO / "train.py"), "-m", *args, "cluster=local", f"hydra.sweep.dir={tmp_path}"],
@@ -141,7 +145,7 @@ def test_scontrol_requeue_after_a_checkpoint_resumes_with_continuous_metrics_and
         assert sweeper.poll() is None and time.monotonic() < deadline, sweeper.stdout.read()[-3000:]
         time.sleep(0.2)
     job_dir = next(tmp_path.glob("jobs/*"))
-    [job] = [j for j in sacct_jobs("rllm-") if j["name"] == f"rllm-{job_dir.name}"]
+    [job] = [j for j in sacct_jobs("rllm-", since) if j["name"] == f"rllm-{job_dir.name}"]
     subprocess.run(["scontrol", "requeue", job["id"]], check=True)
     out, _ = sweeper.communicate(timeout=600)
     assert sweeper.returncode == 0, out[-3000:]

@@ -157,7 +157,7 @@ BAD = [
     ["skyrl.train.trainer.strategy=deepspeed"],
     ["data.train_batch_size=30"],
     ["algorithm.use_kl_loss=true"],
-    ["resources.gpus_per_node=2"],
+    ["skyrl.engine=fsdp", "resources.gpus_per_node=2"],  # SkyRL's validate_cfg: colocation
     ["skyrl.jax.max_lora_adapters=x"],
     ["algorithm.adv_estimator=foo", "skyrl.train.trainer.epochs=many"],
     ["skyrl.engine=fsdp"],
