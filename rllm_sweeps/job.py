@@ -130,14 +130,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
 
 def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested) -> dict[str, Any]:
     """Ray up, backend, loop; returns the loop's summary. Ray goes down on every exit."""
-    from rllm_sweeps.runtime.ray_cluster import LocalRayCluster, RayClusterSpec, slurm_node_resources
-
-    def ray_node_resources(cfg: DictConfig) -> tuple[int, int]:
-        """What Ray may use: SLURM's allocation inside a SLURM job (Ray hangs when it assumes
-        more CPUs than the allocation has), else the job's resources.*."""
-        if "SLURM_JOB_ID" in os.environ:
-            return slurm_node_resources()
-        return int(cfg.resources.cpus_per_task), int(cfg.resources.gpus_per_node)
+    from rllm_sweeps.runtime.ray_cluster import LocalRayCluster, RayClusterSpec
 
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.trackers import make_trackers
@@ -209,6 +202,16 @@ def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopR
         "backend": type(backend).__name__,
         "processes": int(getattr(getattr(backend, "config", None), "num_processes", None) or 1),
     }
+
+
+def ray_node_resources(cfg: DictConfig) -> tuple[int, int]:
+    """(CPUs, GPUs) Ray may use: SLURM's allocation inside a SLURM job (Ray hangs when it
+    assumes more CPUs than the allocation has), else the job's resources.*."""
+    from rllm_sweeps.runtime.ray_cluster import slurm_node_resources
+
+    if "SLURM_JOB_ID" in os.environ:
+        return slurm_node_resources()
+    return int(cfg.resources.cpus_per_task), int(cfg.resources.gpus_per_node)
 
 
 def build_backend(cfg: DictConfig, settings: Any) -> tuple[Any, Any]:

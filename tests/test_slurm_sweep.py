@@ -73,6 +73,13 @@ def test_four_training_jobs_run_as_slurm_jobs_never_more_than_two_at_once(slurm_
     spans = [(datetime.fromisoformat(j["start"]), datetime.fromisoformat(j["end"])) for j in jobs]
     for t, _ in spans:
         assert sum(1 for s, e in spans if s <= t < e) <= 2
+    # `rllm-sweeps status` shows each job's SLURM id and state, node, last metric, restarts.
+    status = subprocess.run(
+        [sys.executable, "-m", "rllm_sweeps.cli", "status", str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert status[0].split()[:5] == ["job", "slurm_id", "state", "result", "nodes"]
+    assert sorted(line.split()[1] for line in status[1:]) == sorted(j["id"] for j in jobs)
+    assert all("COMPLETED" in line and "val_reward_mean=" in line for line in status[1:])
 
 
 def run_sweep(sweep_dir: Path, *args: str) -> subprocess.CompletedProcess:

@@ -1,0 +1,99 @@
+"""`rllm-sweeps status SWEEP_DIR`: where each job of a sweep is now.
+
+Per job: its scheduler id, state, node(s), elapsed time, last metric and restarts, read
+from the sweep directory (result.json, metrics.jsonl, submitit's files) and, for SLURM
+jobs, from `sacct` in one call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rllm_sweeps.results import JobResult, read_metrics
+
+JOBS_DIR = "jobs"
+
+
+def slurm_job_id(job_dir: Path) -> str | None:
+    """The newest SLURM job id submitit recorded for this job (files named <id>_submitted.pkl)."""
+    ids = [p.name.split("_", 1)[0] for p in (job_dir / "slurm").glob("*_submitted.pkl")]
+    ids = [i for i in ids if i.isdigit()]
+    return max(ids, key=int) if ids else None
+
+
+def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:
+    if not ids:
+        return {}
+    try:
+        out = subprocess.run(
+            ["sacct", "-n", "-X", "-P", "-j", ",".join(ids), "-o", "JobID,State,NodeList,Elapsed"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    rows = {}
+    for line in out.splitlines():
+        job_id, state, nodes, elapsed = line.split("|")
+        rows[job_id] = {"state": state.split()[0], "nodes": nodes, "elapsed": elapsed}
+    return rows
+
+
+def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
+    job_dirs = sorted(p for p in (sweep_dir / JOBS_DIR).glob("*") if p.is_dir())
+    ids = {d: slurm_job_id(d) for d in job_dirs}
+    slurm = sacct_states([i for i in ids.values() if i])
+    rows = []
+    for job_dir in job_dirs:
+        result = JobResult.read(job_dir)
+        metrics = read_metrics(job_dir)
+        last = metrics[-1] if metrics else {}
+        metric = next((f"{k}={last[k]:.4g}" for k in ("val_reward_mean", "reward_mean") if k in last), "")
+        sched = slurm.get(ids[job_dir] or "", {})
+        elapsed = sched.get("elapsed") or (
+            f"{(result.ended_at or time.time()) - result.started_at:.0f}s" if result and result.started_at else ""
+        )
+        rows.append(
+            {
+                "job": job_dir.name,
+                "slurm_id": ids[job_dir] or "-",
+                "state": sched.get("state") or (result.status if result else "no-result"),
+                "result": result.status if result else "-",
+                "nodes": sched.get("nodes", "local"),
+                "elapsed": elapsed,
+                "step": str(last.get("step", "")),
+                "last_metric": metric,
+                "restarts": str(result.restarts if result else 0),
+            }
+        )
+    return rows
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Per job of a sweep: scheduler id, state, node(s), elapsed, last metric, restarts."""
+    sweep_dir = Path(args.sweep_dir)
+    if not (sweep_dir / "plan.json").exists():
+        print(f"error: {sweep_dir} is not a sweep directory (no plan.json)", file=sys.stderr)
+        return 2
+    rows = status_rows(sweep_dir)
+    if not rows:
+        print(f"{sweep_dir}: no job has started yet")
+        return 0
+    columns = list(rows[0])
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
+    print("  ".join(c.ljust(widths[c]) for c in columns))
+    for row in rows:
+        print("  ".join(row[c].ljust(widths[c]) for c in columns))
+    return 0
+
+
+def add_status_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("status", help=cmd_status.__doc__)
+    parser.add_argument("sweep_dir", help="a sweep directory (multirun/<project>/<sweep>)")
+    parser.set_defaults(func=cmd_status)
+    return parser
