@@ -131,7 +131,6 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
 def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested) -> dict[str, Any]:
     """Ray up, backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.runtime.ray_cluster import LocalRayCluster, RayClusterSpec
-
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.trackers import make_trackers
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer
