@@ -27,19 +27,17 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
+def run_sweep(sweep_dir: Path, *args: str, timeout: float) -> subprocess.CompletedProcess:
+    cmd = sweep_cmd(sweep_dir, *args)
+    return subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout)
+
+
 def job_results(sweep_dir: Path) -> dict[str, JobResult]:
     return {p.parent.name: JobResult.read(p.parent) for p in sorted(sweep_dir.glob("jobs/*/result.json"))}
 
 
 def test_grid_sweep_runs_four_jobs_two_at_a_time_and_writes_the_report(tmp_path):
-    proc = subprocess.run(
-        sweep_cmd(tmp_path, "trainer.lr=1e-3,3e-3", "rollout.n=2,4", "hydra.sweeper.parallel=2"),
-        cwd=REPO,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = run_sweep(tmp_path, "trainer.lr=1e-3,3e-3", "rollout.n=2,4", "hydra.sweeper.parallel=2", timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = job_results(tmp_path)
     assert len(results) == 4 and all(r.status == "completed" for r in results.values())
@@ -55,19 +53,13 @@ def test_grid_sweep_runs_four_jobs_two_at_a_time_and_writes_the_report(tmp_path)
 
 
 def test_zip_crossed_with_seeds_gives_four_jobs_and_two_rows_with_mean_and_std(tmp_path):
-    proc = subprocess.run(
-        sweep_cmd(
-            tmp_path,
-            "trainer.lr=1e-3,3e-3",
-            "rollout.n=2,4",
-            "sweep.zip=[[trainer.lr,rollout.n]]",
-            "sweep.seeds=[1,2]",
-            "hydra.sweeper.parallel=2",
-        ),
-        cwd=REPO,
-        env=env(),
-        capture_output=True,
-        text=True,
+    proc = run_sweep(
+        tmp_path,
+        "trainer.lr=1e-3,3e-3",
+        "rollout.n=2,4",
+        "sweep.zip=[[trainer.lr,rollout.n]]",
+        "sweep.seeds=[1,2]",
+        "hydra.sweeper.parallel=2",
         timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -79,13 +71,8 @@ def test_zip_crossed_with_seeds_gives_four_jobs_and_two_rows_with_mean_and_std(t
 
 def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path):
     start = time.monotonic()
-    proc = subprocess.run(
-        sweep_cmd(tmp_path, "trainer.lr=range(1,101)", "rollout.n=range(1,1001)", "hydra.sweeper.dry_run=true"),
-        cwd=REPO,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = run_sweep(
+        tmp_path, "trainer.lr=range(1,101)", "rollout.n=range(1,1001)", "hydra.sweeper.dry_run=true", timeout=120
     )
     elapsed = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -95,16 +82,10 @@ def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path):
 
 
 def test_a_failing_job_is_recorded_the_others_complete_and_the_exit_code_is_nonzero(tmp_path):
-    proc = subprocess.run(
-        sweep_cmd(
-            tmp_path,
-            "task.reward=rllm_sweeps.tasks.toy:letters_reward,tests.probes.failing_reward:broken_reward",
-            "hydra.sweeper.parallel=2",
-        ),
-        cwd=REPO,
-        env=env(),
-        capture_output=True,
-        text=True,
+    proc = run_sweep(
+        tmp_path,
+        "task.reward=rllm_sweeps.tasks.toy:letters_reward,tests.probes.failing_reward:broken_reward",
+        "hydra.sweeper.parallel=2",
         timeout=900,
     )
     assert proc.returncode != 0
