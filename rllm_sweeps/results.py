@@ -15,6 +15,10 @@ from typing import Any
 
 RESULT_FILE = "result.json"
 METRICS_FILE = "metrics.jsonl"
+# A sweep directory: SWEEP_DIR/{manifest.json, plan.json, jobs/<index>-<hash>/}.
+MANIFEST_FILE = "manifest.json"
+PLAN_FILE = "plan.json"
+JOBS_DIR = "jobs"
 SCHEMA_VERSION = 1
 
 # Job states. `completed` and `pruned` are final successes; resume reruns the others.

@@ -13,9 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from rllm_sweeps.results import JobResult, read_metrics
-
-JOBS_DIR = "jobs"
+from rllm_sweeps.results import JOBS_DIR, PLAN_FILE, JobResult, read_metrics
 
 
 def slurm_job_id(job_dir: Path) -> str | None:
@@ -77,8 +75,8 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
 def cmd_status(args: argparse.Namespace) -> int:
     """Per job of a sweep: scheduler id, state, node(s), elapsed, last metric, restarts."""
     sweep_dir = Path(args.sweep_dir)
-    if not (sweep_dir / "plan.json").exists():
-        print(f"error: {sweep_dir} is not a sweep directory (no plan.json)", file=sys.stderr)
+    if not (sweep_dir / PLAN_FILE).exists():
+        print(f"error: {sweep_dir} is not a sweep directory (no {PLAN_FILE})", file=sys.stderr)
         return 2
     rows = status_rows(sweep_dir)
     if not rows:

@@ -33,7 +33,7 @@ class ConsoleProgress:
             line = (
                 f"[train] step {step:>4}/{self.total_steps}  reward {metrics['reward_mean']:.3f}"
                 f"±{metrics['reward_std']:.3f}  loss {metrics['loss']:+.4f}  lr {metrics['lr']:.2e}"
-                f"  {metrics['time_step_s']:.2f}s/step  ETA {_clock(eta)}"
+                f"  {metrics['time_step_s']:.2f}s/step  ETA {clock(eta)}"
             )
         print(line, file=self.stream, flush=True)
 
@@ -89,6 +89,7 @@ def make_trackers(
     return trackers
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
+    """H:MM:SS"""
     seconds = int(max(seconds, 0))
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"

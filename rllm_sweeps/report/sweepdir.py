@@ -19,11 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.results import COMPLETED, PRUNED, RESULT_FILE, JobResult
+from rllm_sweeps.results import COMPLETED, JOBS_DIR, MANIFEST_FILE, PLAN_FILE, PRUNED, RESULT_FILE, JobResult
 
-MANIFEST_FILE = "manifest.json"
-PLAN_FILE = "plan.json"  # = rllm_sweeps.sweep.plan.PLAN_FILE (not imported: that module loads Hydra)
-JOBS_DIR = "jobs"
 REPORT_DIR = "report"  # what `rllm-sweeps report` writes: jobs.csv, points.csv, report.md, *.png
 
 

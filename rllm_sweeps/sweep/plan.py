@@ -29,13 +29,13 @@ from rllm_sweeps.config.overrides import did_you_mean
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.results import PLAN_FILE
 from rllm_sweeps.sweep.constraints import ConstraintEvalError
 from rllm_sweeps.sweep.jobconfig import Base, JobComposer, JobConfig, Setting, plain_get, related, value_is_plain
 from rllm_sweeps.sweep.space import Point, SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec, parse_sweep_lenient
 from rllm_sweeps.sweep.values import format_value
 
-PLAN_FILE = "plan.json"
 PLAN_SCHEMA_VERSION = 1
 RESOURCE_KEYS = ("resources.nodes", "resources.gpus_per_node", "resources.time_min")
 _MAX_CONSTRAINT_ERRORS = 20

@@ -24,13 +24,20 @@ from omegaconf import DictConfig
 
 from launchers.base import JobState, Launcher, LaunchRequest
 from rllm_sweeps.config.validate import ConfigError
-from rllm_sweeps.results import COMPLETED, FAILED, RESULT_FILE, JobResult, write_json_atomic
+from rllm_sweeps.results import (
+    COMPLETED,
+    FAILED,
+    JOBS_DIR,
+    MANIFEST_FILE,
+    RESULT_FILE,
+    JobResult,
+    write_json_atomic,
+)
 from rllm_sweeps.sweep.plan import Plan, PlannedJob, plan_sweep
+from rllm_sweeps.trackers import clock
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "train.py"
-MANIFEST_FILE = "manifest.json"
-JOBS_DIR = "jobs"
 FINAL_STATES = (COMPLETED, "pruned")
 
 
@@ -207,11 +214,11 @@ class SweepRunner:
         eta = ""
         if self.durations:
             mean = sum(self.durations) / len(self.durations)
-            eta = f"  ETA {_clock(mean * (len(queue) + len(running)) / self.parallel)}"
+            eta = f"  ETA {clock(mean * (len(queue) + len(running)) / self.parallel)}"
         best = self.best(results)
         line = (
             f"[sweep] {done} done, {failed} failed, {len(running)} running, {len(queue)} queued"
-            f"  elapsed {_clock(elapsed)}{eta}{best}"
+            f"  elapsed {clock(elapsed)}{eta}{best}"
         )
         print(line + (f"  | {event}" if event else ""), flush=True)
 
@@ -247,8 +254,3 @@ def print_final_table(sweep_dir: Path) -> None:
     print(report.render_table())
     paths = write_report(sweep_dir, report=report)
     print(f"report: {paths[0].parent} ({len(paths)} files)")
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(max(seconds, 0))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
