@@ -27,7 +27,7 @@ QUICK = [
 ]
 
 
-def sacct_jobs(name_prefix: str, since: str = "now-1hour") -> list[dict[str, str]]:
+def sacct_jobs(name_prefix: str, since: str) -> list[dict[str, str]]:
     """sacct's records of jobs whose name starts with `name_prefix` (the cluster's state,
     and so its job history, outlives a test: filter by `since`, a SLURM time)."""
     out = subprocess.run(
@@ -103,12 +103,13 @@ def run_sweep(sweep_dir: Path, *args: str) -> subprocess.CompletedProcess:
     ids=["unknown-partition", "too-many-gpus", "time-above-partition-max"],
 )
 def test_what_slurm_would_refuse_is_rejected_before_anything_is_submitted(slurm_env, tmp_path, bad, reason):
-    before = len(sacct_jobs("rllm-"))
+    since = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")  # fixed, so no older job leaves the window
+    before = {j["id"] for j in sacct_jobs("rllm-", since)}
     proc = run_sweep(tmp_path, "trainer.lr=1e-3,2e-3", *bad.split())
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert reason in proc.stderr and "nothing was submitted" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "jobs").exists() and len(sacct_jobs("rllm-")) == before
+    assert not (tmp_path / "jobs").exists() and {j["id"] for j in sacct_jobs("rllm-", since)} == before
 
 
 def test_a_sweep_refused_by_slurm_runs_after_the_input_is_fixed(slurm_env, tmp_path):
