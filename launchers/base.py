@@ -33,6 +33,7 @@ class JobStatus:
     state: JobState
     returncode: int | None = None
     detail: str = ""  # e.g. the scheduler's job id or reason
+    failure: str | None = None  # an infrastructure reason the scheduler saw (node failure, OOM kill)
 
 
 class Launcher(Protocol):

@@ -49,7 +49,10 @@ class LocalLauncher:
         if code is None:
             return JobStatus(JobState.RUNNING, detail=f"pid {handle.process.pid}")
         handle.log.close()
-        return JobStatus(JobState.FINISHED, returncode=code)
+        failure = None
+        if code == -signal.SIGKILL:
+            failure = "killed by SIGKILL (the kernel's out-of-memory killer, or kill -9)"
+        return JobStatus(JobState.FINISHED, returncode=code, failure=failure)
 
     def cancel(self, handle: LocalHandle, timeout: float = 60) -> None:
         if handle.process.poll() is None:

@@ -576,6 +576,9 @@ class LocalSlurm:
             "ReturnToService=2",
             "MpiDefault=none",
             "KillWait=5",
+            # A node whose slurmd stops answering is declared down (its jobs: NODE_FAIL) after
+            # 20 s, not SLURM's default 300 s: node failures can be tried out here.
+            "SlurmdTimeout=20",
             "MinJobAge=3600",
             "MaxArraySize=1001",
             "SchedulerParameters=batch_sched_delay=0,sched_interval=1,bf_interval=1",
@@ -937,6 +940,19 @@ class LocalSlurm:
             self._wait("slurmstepd processes to exit", no_stepd, timeout, None)
         except LocalSlurmError as e:
             self._log(f"warning: {e}; killing remaining processes")
+
+    def kill_slurmd(self, node: str = "n1") -> int:
+        """SIGKILL one node's slurmd (by its PID file), as a crashed node daemon; returns its PID."""
+        pid = self._daemon_pid(f"slurmd-{node}")
+        if pid is None:
+            raise LocalSlurmError(f"slurmd of {node} is not running")
+        os.kill(pid, signal.SIGKILL)
+        self._log(f"killed slurmd-{node} (pid {pid})")
+        return pid
+
+    def restart_slurmds(self, timeout: float = 120) -> None:
+        """Start every slurmd that is not running and wait until all nodes are idle again."""
+        self._start_slurmds(timeout)
 
     def _stop_pid(self, pid: int, name: str) -> None:
         for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):

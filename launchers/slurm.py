@@ -2,9 +2,12 @@
 
 Each job is `python train.py OVERRIDES` run by submitit inside its allocation, with the
 resources derived from the job's own config (`resources.*`), so one sweep may mix job
-sizes. The sweeper keeps `parallel` jobs in flight and hands the next one over as soon as
-one ends; finished jobs are noticed from `sacct`, asked for all jobs at once and at most
-every `poll_interval_s`.
+sizes. A sweep whose jobs are all known up front (grid, random) is queued at once as SLURM
+arrays, one per resource shape, throttled to `parallel` (`submit_array`); a search that
+decides as results arrive (Optuna) submits one job at a time (`submit`). Submissions are
+paced. Finished jobs are noticed from `sacct`, asked for all jobs at once and at most every
+`poll_interval_s`; node failures and out-of-memory kills are reported as infrastructure
+failures, which the sweeper retries.
 
 Time limits and preemption: SLURM signals the job `signal_delay_s` before its limit;
 submitit calls `checkpoint()`, which stops the training process (it saves a checkpoint on
@@ -14,19 +17,30 @@ checkpoint, at most `max_requeues` times.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import submitit
 
 from launchers.base import JobState, JobStatus, LaunchRequest
 from launchers.slurm_task import TrainCommand
+from rllm_sweeps.results import SLURM_JOB_ID_FILE
 
 # sacct states after which a job will not run again (submitit's names).
 _ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE"}
+# Ended states that are the machine's fault, not the job's: worth running again.
+_INFRASTRUCTURE = {
+    "NODE_FAIL": "node failure (SLURM state NODE_FAIL)",
+    "BOOT_FAIL": "node failed to boot (SLURM state BOOT_FAIL)",
+    "OUT_OF_MEMORY": "killed for memory (SLURM state OUT_OF_MEMORY)",
+    "PREEMPTED": "preempted (SLURM state PREEMPTED)",
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,13 @@ class SlurmSettings:
     max_requeues: int = 3
     signal_delay_s: int = 90
     poll_interval_s: float = 2.0
+    max_array_size: int | None = None  # tasks per array; the cluster's MaxArraySize caps it anyway
+    submit_interval_s: float = 0.5  # at least this long between two submissions (sbatch calls)
+
+
+def record_job_id(job_dir: Path, job_id: str) -> None:
+    """The job's newest SLURM id (`rllm-sweeps status` reads it; array tasks are ID_TASK)."""
+    (job_dir / SLURM_JOB_ID_FILE).write_text(job_id + "\n")
 
 
 def _minutes(limit: str) -> int | None:
@@ -61,18 +82,24 @@ class SlurmLauncher:
         self.settings = settings
         os.environ.update(settings.env)  # sbatch/sacct read SLURM_CONF from here
         self._last_poll = 0.0
-        self._jobs: list[submitit.Job] = []
+        self._last_submit = 0.0
 
-    def executor(self, request: LaunchRequest) -> submitit.AutoExecutor:
+    def executor(
+        self, request: LaunchRequest, folder: Path | None = None, name: str | None = None, after: str | None = None
+    ) -> submitit.AutoExecutor:
+        """An executor sized from the job's resources (folder: where submitit keeps its files;
+        after: a SLURM job id this submission waits for)."""
         res = request.resources
         s = self.settings
         executor = submitit.AutoExecutor(
-            folder=request.job_dir / "slurm", cluster="slurm", slurm_max_num_timeout=s.max_requeues
+            folder=folder or request.job_dir / "slurm", cluster="slurm", slurm_max_num_timeout=s.max_requeues
         )
         extra = {k: v for k, v in (("account", s.account), ("qos", s.qos), ("constraint", s.constraint)) if v}
+        if after:
+            extra["dependency"] = f"afterany:{after}"
         gpus = int(res.get("gpus_per_node", 0) or 0)
         executor.update_parameters(
-            name=f"rllm-{request.job_dir.name}",
+            name=name or f"rllm-{request.job_dir.name}",
             timeout_min=int(res.get("time_min", 60)),
             nodes=int(res.get("nodes", 1)),
             tasks_per_node=1,
@@ -132,12 +159,57 @@ class SlurmLauncher:
                 return _minutes(limit)
         return None
 
-    def submit(self, request: LaunchRequest) -> submitit.Job:
+    def command(self, request: LaunchRequest) -> TrainCommand:
         request.job_dir.mkdir(parents=True, exist_ok=True)
-        command = TrainCommand(request.argv, {**self.settings.env, **request.env}, request.job_dir / "job.log")
+        return TrainCommand(request.argv, {**self.settings.env, **request.env}, request.job_dir / "job.log")
+
+    def submit(self, request: LaunchRequest) -> submitit.Job:
+        command = self.command(request)
+        self.pace()
         job = self.executor(request).submit(command)
-        self._jobs.append(job)
+        record_job_id(request.job_dir, job.job_id)
         return job
+
+    def submit_array(self, requests: list[LaunchRequest], parallel: int) -> list[submitit.Job]:
+        """Every job at once, as SLURM arrays: one per resource shape, split at MaxArraySize,
+        each throttled to `parallel` tasks (`--array=0-N%parallel`). Arrays after the first wait
+        for the one before (`afterany`), so that at most `parallel` jobs run in all."""
+        limit = min(self.settings.max_array_size or sys.maxsize, self.cluster_max_array_size())
+        shapes: dict[str, list[LaunchRequest]] = {}
+        for request in requests:
+            shapes.setdefault(json.dumps(request.resources, sort_keys=True), []).append(request)
+        chunks = [group[i : i + limit] for group in shapes.values() for i in range(0, len(group), limit)]
+        jobs: dict[int, submitit.Job] = {}
+        previous: str | None = None
+        for chunk in chunks:
+            folder = chunk[0].job_dir.parent.parent / "slurm"  # the sweep directory's: one per array
+            executor = self.executor(chunk[0], folder=folder, name=f"rllm-{folder.parent.name}", after=previous)
+            executor.update_parameters(slurm_array_parallelism=parallel)
+            commands = [self.command(r) for r in chunk]
+            self.pace()
+            with executor.batch():
+                submitted = [executor.submit(c) for c in commands]
+            for request, job in zip(chunk, submitted, strict=True):
+                record_job_id(request.job_dir, job.job_id)
+                jobs[request.index] = job
+            previous = submitted[0].job_id.split("_")[0]
+        return [jobs[r.index] for r in requests]
+
+    def pace(self) -> None:
+        """Submissions at least `submit_interval_s` apart: a large sweep must not flood slurmctld."""
+        wait = self._last_submit + self.settings.submit_interval_s - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        self._last_submit = time.monotonic()
+
+    def cluster_max_array_size(self) -> int:
+        """Tasks an array may have here (MaxArraySize: indices 0..MaxArraySize-1)."""
+        proc = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=60)
+        for line in proc.stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "MaxArraySize" and value.strip().isdigit():
+                return max(1, int(value.strip()))
+        return 1001  # SLURM's default
 
     def poll(self, job: submitit.Job) -> JobStatus:
         now = time.monotonic()
@@ -145,8 +217,9 @@ class SlurmLauncher:
             self._last_poll = now
             job.watcher.update()  # one sacct call for every job of this watcher
         state = job.watcher.get_state(job.job_id, mode="standard")
-        if state in _ENDED:
-            return JobStatus(JobState.FINISHED, returncode=0 if state == "COMPLETED" else 1, detail=state)
+        if state in _ENDED or state in _INFRASTRUCTURE:
+            code = 0 if state == "COMPLETED" else 1
+            return JobStatus(JobState.FINISHED, returncode=code, detail=state, failure=_INFRASTRUCTURE.get(state))
         return JobStatus(JobState.PENDING if state == "PENDING" else JobState.RUNNING, detail=f"{job.job_id} {state}")
 
     def cancel(self, job: submitit.Job) -> None:

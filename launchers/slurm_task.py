@@ -1,5 +1,10 @@
 """What runs inside a SLURM allocation: `python train.py ...`, stopped and requeued on a
-time limit or preemption (submitit calls `checkpoint()` on the signal)."""
+time limit or preemption (submitit calls `checkpoint()` on the signal).
+
+submitit runs the callable once per node. Rank 0 trains (train.py brings up the Ray head);
+on a multi-node job every other rank runs a Ray worker node that joins it and leaves when
+rank 0 is done (rllm_sweeps/runtime/job_ray.py).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import submitit
+
+from rllm_sweeps.runtime import job_ray
 
 
 class TrainCommand(submitit.helpers.Checkpointable):
@@ -22,9 +29,19 @@ class TrainCommand(submitit.helpers.Checkpointable):
         self.process: subprocess.Popen | None = None
 
     def __call__(self) -> int:
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(self.argv, env={**os.environ, **self.env}, stdout=log, stderr=log)
-            code = self.process.wait()
+        rank = submitit.JobEnvironment().global_rank
+        job_dir = self.log.parent
+        argv, log_path = self.argv, self.log
+        if rank > 0:
+            argv, log_path = job_ray.worker_argv(job_dir, rank), job_dir / f"ray-worker-{rank}.log"
+        try:
+            with log_path.open("ab") as log:
+                self.process = subprocess.Popen(argv, env={**os.environ, **self.env}, stdout=log, stderr=log)
+                code = self.process.wait()
+        finally:
+            if rank == 0 and job_ray.allocation_nodes() > 1:
+                # Also when train.py died before its Ray head was up: the workers stop waiting.
+                job_ray.mark_attempt_over(job_dir)
         if code not in (0, 143):
             raise RuntimeError(f"training exited with code {code} (see the job's job.log and result.json)")
         return code

@@ -53,12 +53,12 @@ def run_hydra_job(cfg: DictConfig) -> dict:
     except ConfigError as err:
         fail(str(err))
     from rllm_sweeps.job import EXIT_PREEMPTED, run_job
-    from rllm_sweeps.results import COMPLETED, PREEMPTED
+    from rllm_sweeps.results import COMPLETED, PREEMPTED, PRUNED
 
     result = run_job(cfg, overrides)
     if result.status == PREEMPTED:
         raise SystemExit(EXIT_PREEMPTED)
-    if result.status != COMPLETED:
+    if result.status not in (COMPLETED, PRUNED):  # pruned: stopped by its Optuna trial's pruner, as asked
         raise SystemExit(1)
     return {"status": result.status, "final": result.final, "config_hash": result.config_hash}
 

@@ -11,30 +11,36 @@ command in the same directory resumes from it.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.jobhash import config_hash
-from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, RUNNING, JobResult, MetricsLog, write_json_atomic
+from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, PRUNED, RUNNING, JobResult, MetricsLog
 
 CONFIG_FILE = "config.yaml"
 CHECKPOINT_DIR = "checkpoints"
-RAY_FILE = "ray.json"
+LOCK_FILE = ".lock"
 EXIT_PREEMPTED = 143  # 128 + SIGTERM, what a scheduler expects from a job it stopped
 VERSIONED_PACKAGES = ("rllm-sweeps", "skyrl", "jax", "ray", "hydra-core", "optuna", "submitit", "torch")
 
 
 class JobFailed(RuntimeError):
     """The job could not run; the message says why and what to do."""
+
+
+class JobLost(OSError):
+    """The job's directory is still held by an earlier attempt (an infrastructure failure)."""
 
 
 class StopRequested:
@@ -57,11 +63,13 @@ class StopRequested:
             signal.signal(sig, handler)
 
     def _handle(self, signum: int, frame: Any) -> None:
-        first = self.signum is None
+        # A scheduler often signals twice (SLURM's warning SIGUSR2, then submitit's SIGTERM):
+        # keep heading for the step boundary. Only a person pressing Ctrl-C twice means "now".
+        again = self.signum is not None and signum == signal.SIGINT == self.signum
         self.signum = signum
         print(f"\nreceived {signal.Signals(signum).name}: stopping after this step", file=sys.stderr, flush=True)
-        if not (self.in_training and first):
-            # Outside the loop (or asked twice) there is no step boundary to wait for.
+        if not self.in_training or again:
+            # Outside the loop there is no step boundary to wait for.
             raise KeyboardInterrupt(signal.Signals(signum).name)
 
     def __bool__(self) -> bool:
@@ -79,6 +87,13 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
     started = time.time()
     quiet_library_logs()
     chash = config_hash(cfg)
+    try:
+        # Before reading or writing anything: an earlier attempt of this job (one whose node
+        # was declared dead while its process still ran) must be gone first.
+        lock = hold_job_dir(job_dir)
+    except JobLost as err:  # nothing written: the directory belongs to the other attempt
+        print(f"failed: {err}", file=sys.stderr)
+        return JobResult(status=FAILED, config_hash=chash, error=str(err), failure_kind="infrastructure")
     previous = JobResult.read(job_dir)
     if (
         previous is not None
@@ -94,7 +109,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         config_hash=chash,
         overrides=list(overrides),
         started_at=started,
-        nodes=int(cfg.resources.nodes),
+        nodes=int(cfg.resources.nodes),  # the Ray cluster's count once it has trained
         engine=str(cfg.skyrl.engine),
         versions=package_versions(),
         git_revision=git_revision(),
@@ -111,9 +126,9 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         print(f"job {chash} in {job_dir}{where}", flush=True)
         with stop:
             summary = _train(cfg, job_dir, resume_from, stop)
-        for key in ("steps", "final", "best", "phase_time_s", "backend", "processes"):
+        for key in ("steps", "final", "best", "phase_time_s", "backend", "processes", "nodes"):
             setattr(result, key, summary[key])
-        result.status = PREEMPTED if stop else COMPLETED
+        result.status = PREEMPTED if stop else PRUNED if summary["pruned_at"] is not None else COMPLETED
     except KeyboardInterrupt as err:
         result.status, result.error = PREEMPTED, f"stopped by {err}"
     except Exception as err:  # recorded; the caller turns it into the exit status
@@ -125,27 +140,31 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         result.wall_time_s = result.ended_at - started
         result.write(job_dir)
     _print_outcome(result)
+    lock.close()  # the next attempt may start
     return result
 
 
 def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested) -> dict[str, Any]:
     """Ray up, backend, loop; returns the loop's summary. Ray goes down on every exit."""
-    from rllm_sweeps.runtime.ray_cluster import LocalRayCluster, RayClusterSpec
+    from rllm_sweeps.runtime.job_ray import allocation_nodes, job_ray_cluster
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.trackers import make_trackers
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer
     from rllm_sweeps.training.settings import LoopSettings
+    from rllm_sweeps.training.trial import TrialReporter
 
     settings = LoopSettings.from_config(cfg)
     task = load_task(cfg.task)
-    spec = RayClusterSpec(*ray_node_resources(cfg))
-    with LocalRayCluster(spec) as ray_cluster:
-        print(f"ray cluster up at RAY_ADDRESS={ray_cluster.address}", flush=True)
-        # Who this job's Ray processes are, for `status` and for tests that check teardown.
-        write_json_atomic(
-            job_dir / RAY_FILE, {"address": ray_cluster.address, "pids": sorted(ray_cluster.pids()), "nodes": 1}
-        )
+    # An Optuna sweep's job reports to its trial and may be pruned (None outside one).
+    trial = TrialReporter.from_env(settings.total_steps(len(task.train)))
+    # On a multi-node allocation this is the head; the other nodes' tasks join it (job_ray.py).
+    # It records who this job's Ray processes are in ray.json, for `status` and teardown checks.
+    with job_ray_cluster(job_dir, *ray_node_resources(cfg), nodes=allocation_nodes()) as ray_cluster:
+        n_nodes = len(ray_cluster.nodes)
+        print(f"ray cluster up at RAY_ADDRESS={ray_cluster.address} ({n_nodes} nodes)", flush=True)
         backend, tokenizer = build_backend(cfg, settings)
+        if getattr(backend, "pg", None) is not None:  # RayJaxBackend: one JAX process per bundle
+            ray_cluster.note(process_nodes=ray_cluster.placement_nodes(backend.pg))
         first_step = 0
         trainer = RLTrainer(
             settings, backend, task, tokenizer, job_dir / "work", checkpoint_dir=job_dir / CHECKPOINT_DIR
@@ -177,15 +196,18 @@ def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopR
             vals.append(metrics)
             for t in trackers:
                 t.log(metrics, metrics["step"])
+            if trial is not None:
+                trial.on_validation(metrics)
 
-        trainer.hooks = LoopHooks(
-            on_step_end=on_step_end, on_validation_end=on_validation_end, should_stop=lambda: bool(stop)
-        )
+        def should_stop() -> bool:
+            return bool(stop) or (trial is not None and trial.should_stop())
+
+        trainer.hooks = LoopHooks(on_step_end=on_step_end, on_validation_end=on_validation_end, should_stop=should_stop)
         try:
             stop.in_training = True
             trainer.fit()
             stop.in_training = False
-            if stop and trainer.state.step > first_step:
+            if should_stop() and trainer.state.step > first_step:
                 trainer.save_checkpoint(job_dir / CHECKPOINT_DIR / f"step_{trainer.state.step}")
         finally:
             stop.in_training = False
@@ -200,6 +222,8 @@ def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopR
         "phase_time_s": phases,
         "backend": type(backend).__name__,
         "processes": int(getattr(getattr(backend, "config", None), "num_processes", None) or 1),
+        "nodes": n_nodes,
+        "pruned_at": trial.pruned_at if trial is not None else None,
     }
 
 
@@ -256,6 +280,32 @@ def failure_kind(err: BaseException) -> str:
     except ImportError:
         pass
     return "infrastructure" if isinstance(err, infrastructure) else "user"
+
+
+def hold_job_dir(job_dir: Path, wait_s: float = 300) -> IO[str]:
+    """An exclusive lock on the job directory, held until the process exits: never two
+    attempts of one job writing at once. Waits up to `wait_s` for an earlier holder."""
+    lock = (job_dir / LOCK_FILE).open("a+")
+    deadline = time.monotonic() + wait_s
+    waited = False
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise JobLost(
+                    f"an earlier attempt of this job still holds {job_dir / LOCK_FILE} after {wait_s:.0f}s"
+                ) from None
+            if not waited:
+                print("waiting for an earlier attempt of this job to stop", file=sys.stderr, flush=True)
+                waited = True
+            time.sleep(1)
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()} {socket.gethostname()}\n")
+    lock.flush()
+    return lock
 
 
 def check_engine_available(cfg: DictConfig) -> None:
@@ -340,6 +390,8 @@ def _print_outcome(result: JobResult) -> None:
     if result.status == COMPLETED:
         reward = result.final.get("val_reward_mean")
         print(f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final val_reward_mean={reward:.4f}")
+    elif result.status == PRUNED:
+        print(f"pruned at step {result.steps}: the trial's pruner stopped it")
     elif result.status == PREEMPTED:
         print(f"stopped after step {result.steps}: rerun the same command to resume", file=sys.stderr)
     else:

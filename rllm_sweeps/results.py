@@ -15,10 +15,11 @@ from typing import Any
 
 RESULT_FILE = "result.json"
 METRICS_FILE = "metrics.jsonl"
-# A sweep directory: SWEEP_DIR/{manifest.json, plan.json, jobs/<index>-<hash>/}.
+# A sweep directory: SWEEP_DIR/{manifest.json, plan.json, jobs/<index>-<hash>/, slurm/}.
 MANIFEST_FILE = "manifest.json"
 PLAN_FILE = "plan.json"
 JOBS_DIR = "jobs"
+SLURM_JOB_ID_FILE = "slurm_job_id"  # in a job's directory: its newest SLURM job id
 SCHEMA_VERSION = 1
 
 # Job states. `completed` and `pruned` are final successes; resume reruns the others.
@@ -39,12 +40,14 @@ class JobResult:
     started_at: float = 0.0  # unix time of this attempt's start
     ended_at: float | None = None
     restarts: int = 0  # times the job was resumed from a checkpoint
-    nodes: int = 1
+    nodes: int = 1  # nodes of the job's Ray cluster (resources.nodes until it has trained)
     engine: str = "jax"  # skyrl.engine
     backend: str = ""  # the SkyRL backend class that trained (JaxBackend, RayJaxBackend, ...)
     processes: int = 1  # JAX processes (RayJaxBackend: one per bundle)
     error: str | None = None  # the tail of the error, for failed jobs
     failure_kind: str | None = None  # "user" (config, reward code) | "infrastructure"
+    retries: int = 0  # times the sweep launched the job again after an infrastructure failure
+    retry_reasons: list[str] = field(default_factory=list)  # why, one line per retry
     versions: dict[str, str] = field(default_factory=dict)
     git_revision: str | None = None
     schema_version: int = SCHEMA_VERSION

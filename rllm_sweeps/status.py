@@ -13,14 +13,15 @@ import sys
 import time
 from pathlib import Path
 
-from rllm_sweeps.results import JOBS_DIR, PLAN_FILE, JobResult, read_metrics
+from rllm_sweeps.results import JOBS_DIR, PLAN_FILE, SLURM_JOB_ID_FILE, JobResult, read_metrics
 
 
 def slurm_job_id(job_dir: Path) -> str | None:
-    """The newest SLURM job id submitit recorded for this job (files named <id>_submitted.pkl)."""
-    ids = [p.name.split("_", 1)[0] for p in (job_dir / "slurm").glob("*_submitted.pkl")]
-    ids = [i for i in ids if i.isdigit()]
-    return max(ids, key=int) if ids else None
+    """The newest SLURM job id the launcher recorded for this job (ID, or ID_TASK in an array)."""
+    try:
+        return (job_dir / SLURM_JOB_ID_FILE).read_text().strip() or None
+    except FileNotFoundError:
+        return None
 
 
 def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:
@@ -67,13 +68,14 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
                 "step": str(last.get("step", "")),
                 "last_metric": metric,
                 "restarts": str(result.restarts if result else 0),
+                "retries": str(result.retries if result else 0),  # after infrastructure failures
             }
         )
     return rows
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    """Per job of a sweep: scheduler id, state, node(s), elapsed, last metric, restarts."""
+    """Per job of a sweep: scheduler id, state, node(s), elapsed, last metric, restarts, retries."""
     sweep_dir = Path(args.sweep_dir)
     if not (sweep_dir / PLAN_FILE).exists():
         print(f"error: {sweep_dir} is not a sweep directory (no {PLAN_FILE})", file=sys.stderr)

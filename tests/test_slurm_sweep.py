@@ -42,7 +42,7 @@ def sacct_jobs(name_prefix: str, since: str) -> list[dict[str, str]]:
     return [r for r in rows if r["name"].startswith(name_prefix)]
 
 
-def test_four_training_jobs_run_as_slurm_jobs_never_more_than_two_at_once(slurm_env, tmp_path):
+def test_four_training_jobs_run_as_throttled_slurm_arrays_never_more_than_two_at_once(slurm_env, tmp_path):
     since = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
     proc = subprocess.run(
         [
@@ -54,6 +54,7 @@ def test_four_training_jobs_run_as_slurm_jobs_never_more_than_two_at_once(slurm_
             "hydra/launcher=slurm",
             "cluster=local",
             "hydra.sweeper.parallel=2",
+            "hydra.launcher.max_array_size=3",  # 4 jobs: an array of 3, then the 4th after it
             f"hydra.sweep.dir={tmp_path}",
         ],
         cwd=REPO,
@@ -66,9 +67,14 @@ def test_four_training_jobs_run_as_slurm_jobs_never_more_than_two_at_once(slurm_
     results = [JobResult.read(p.parent) for p in tmp_path.glob("jobs/*/result.json")]
     assert len(results) == 4 and all(r.status == "completed" for r in results)
     assert "val_reward_mean" in proc.stdout  # the table
-    # They ran as SLURM jobs: sacct knows them, completed, and never more than 2 at once.
-    names = {f"rllm-{p.name}" for p in tmp_path.glob("jobs/*")}
-    jobs = [j for j in sacct_jobs("rllm-", since) if j["name"] in names]
+    # They ran as SLURM jobs: an array of 3 tasks split off at max_array_size, and one more job.
+    ids = sorted((p / "slurm_job_id").read_text().strip() for p in tmp_path.glob("jobs/*"))
+    arrays: dict[str, int] = {}
+    for job_id in ids:
+        arrays[job_id.split("_")[0]] = arrays.get(job_id.split("_")[0], 0) + 1
+    assert sorted(arrays.values()) == [1, 3], ids
+    # sacct knows them, completed, and never more than 2 ran at once.
+    jobs = [j for j in sacct_jobs("rllm-", since) if j["id"] in ids]
     assert len(jobs) == 4 and {j["state"] for j in jobs} == {"COMPLETED"}, jobs
     spans = [(datetime.fromisoformat(j["start"]), datetime.fromisoformat(j["end"])) for j in jobs]
     for t, _ in spans:
@@ -78,7 +84,7 @@ def test_four_training_jobs_run_as_slurm_jobs_never_more_than_two_at_once(slurm_
         [sys.executable, "-m", "rllm_sweeps.cli", "status", str(tmp_path)], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert status[0].split()[:5] == ["job", "slurm_id", "state", "result", "nodes"]
-    assert sorted(line.split()[1] for line in status[1:]) == sorted(j["id"] for j in jobs)
+    assert sorted(line.split()[1] for line in status[1:]) == ids
     assert all("COMPLETED" in line and "val_reward_mean=" in line for line in status[1:])
 
 

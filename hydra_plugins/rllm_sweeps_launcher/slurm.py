@@ -25,6 +25,8 @@ class SlurmLauncherConf:
     max_requeues: int = 3  # requeues after a time limit or preemption
     signal_delay_s: int = 90  # SIGUSR2 this long before the time limit: checkpoint and requeue
     poll_interval_s: float = 2.0  # sacct at most this often
+    max_array_size: Optional[int] = None  # noqa: UP045  tasks per array (the cluster's MaxArraySize caps it)
+    submit_interval_s: float = 0.5  # at least this long between two sbatch calls
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="slurm", node=SlurmLauncherConf, provider="rllm-sweeps")

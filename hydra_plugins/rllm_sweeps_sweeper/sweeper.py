@@ -24,13 +24,17 @@ class RllmSweeperConf:
     parallel: Optional[int] = None  # noqa: UP045  jobs in flight; overrides the sweep's `parallel`
     params: Optional[Dict[str, str]] = None  # noqa: UP006,UP045  Hydra's sweeper.params: key -> expression
     rows: int = 20  # job rows a dry run prints
+    max_retries: int = 2  # launches again after an infrastructure failure (node lost, OOM kill), per job
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="rllm", node=RllmSweeperConf, provider="rllm-sweeps")
 
 
 class RllmSweeper(Sweeper):
-    def __init__(self, dry_run: bool, parallel: int | None, params: dict[str, str] | None, rows: int) -> None:
+    def __init__(
+        self, dry_run: bool, parallel: int | None, params: dict[str, str] | None, rows: int, max_retries: int
+    ) -> None:
+        self.max_retries = max_retries
         self.dry_run = dry_run
         self.parallel = parallel
         self.params = dict(params or {})
@@ -46,5 +50,11 @@ class RllmSweeper(Sweeper):
         from rllm_sweeps.sweep.run import SweepOptions, run_sweep
 
         assert self.config is not None
-        options = SweepOptions(dry_run=self.dry_run, parallel=self.parallel, params=self.params, rows=self.rows)
+        options = SweepOptions(
+            dry_run=self.dry_run,
+            parallel=self.parallel,
+            params=self.params,
+            rows=self.rows,
+            max_retries=self.max_retries,
+        )
         return run_sweep(arguments, self.config, options, config_loader=self.config_loader)

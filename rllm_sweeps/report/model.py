@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.report.study import StudySummary, read_study
 from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
 from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, PRUNED, RUNNING, JobResult, read_metrics
 
@@ -124,6 +125,7 @@ class Report:
     base_overrides: list[str] = field(default_factory=list)
     unplanned: list[Path] = field(default_factory=list)  # job directories whose config the plan lacks
     notes: list[str] = field(default_factory=list)
+    study: StudySummary | None = None  # method optuna: the study (best trial, importances)
 
     @property
     def has_seeds(self) -> bool:
@@ -200,6 +202,7 @@ def build_report(sweep_dir: Path | str) -> Report:
         base_overrides=base,
         unplanned=unplanned,
         notes=notes,
+        study=read_study(sd.path, plan, manifest),
     )
 
 

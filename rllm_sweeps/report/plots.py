@@ -6,6 +6,8 @@
                                point with its seeds' std as an error bar; points that differ
                                in the other parameters are separate series; log x-axis when
                                a positive parameter spans more than a decade
+    optuna_*.png               an Optuna sweep's study: optimization history, intermediate
+                               values, parameter importances (or Pareto front), timeline
 
 Each function returns the files it wrote; nothing is written when there is nothing to plot.
 """
@@ -214,7 +216,12 @@ def _plot_param(report: Report, metric: str, key: str, short: str, points: list[
 def write_plots(report: Report, out_dir: Path) -> list[Path]:
     """Every plot of the report into `out_dir`; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    return plot_learning_curves(report, out_dir) + plot_metric_vs_params(report, out_dir)
+    paths = plot_learning_curves(report, out_dir) + plot_metric_vs_params(report, out_dir)
+    if report.study is not None:
+        from rllm_sweeps.report.study import plot_study
+
+        paths += plot_study(report.study, out_dir)
+    return paths
 
 
 __all__ = ["LEARNING_CURVES", "plot_learning_curves", "plot_metric_vs_params", "spans_decade", "write_plots"]

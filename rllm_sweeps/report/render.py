@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.report.model import Aggregate, Report
+from rllm_sweeps.report.study import study_lines
 from rllm_sweeps.report.sweepdir import REPORT_DIR
 
 MAX_ROWS = 50  # terminal rows per table before "... N more"
@@ -190,6 +191,8 @@ def render_table(report: Report, max_rows: int = MAX_ROWS) -> str:
         lines += _point_table(report, max_rows)
     lines += ["", report.status_line()]
     lines += best_lines(report)
+    if report.study is not None:
+        lines += study_lines(report.study)
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)
 
@@ -300,6 +303,10 @@ def render_markdown(report: Report, plots: Sequence[Path] = ()) -> str:
         if m.name not in have:
             lines += [f"**{m.name}** ({m.goal}): none yet (no completed job reports it)", ""]
 
+    if report.study is not None:
+        lines += ["## Optuna study", ""]
+        lines += [f"- {line.strip()}" for line in study_lines(report.study)]
+        lines.append("")
     if report.has_seeds:
         lines += ["## Points", "", "Mean ± std over each point's completed seeds.", ""]
         rows = [["point", *(f"`{k}`" for k in report.swept), "done", *(m.name for m in report.metrics)]]

@@ -71,6 +71,7 @@ __all__ = [
     "RayPorts",
     "Terminated",
     "allocate_ports",
+    "attempt_token",
     "cluster_processes",
     "disconnect_driver",
     "head_command",
@@ -83,6 +84,7 @@ __all__ = [
     "start_head_node",
     "start_worker_node",
     "sigterm_raises",
+    "tcp_reachable",
     "wait_for_nodes",
     "worker_command",
 ]
@@ -413,7 +415,8 @@ def _split_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _tcp_open(address: str, timeout: float = 0.5) -> bool:
+def tcp_reachable(address: str, timeout: float = 0.5) -> bool:
+    """Something accepts TCP connections at ``host:port`` (cheap; no Ray RPC)."""
     try:
         with socket.create_connection(_split_address(address), timeout=timeout):
             return True
@@ -468,7 +471,7 @@ def wait_for_nodes(
             why = abort()
             if why:
                 raise RayClusterError(why)
-        if _tcp_open(address):
+        if tcp_reachable(address):
             try:
                 remaining = max(0.5, deadline - time.monotonic())
                 last = _alive_nodes(address, rpc_timeout=min(5.0, remaining))
@@ -1123,7 +1126,9 @@ def slurm_head_host(nodelist: str | None = None) -> tuple[str, str]:
 # --------------------------------------------------------------------------
 
 
-def _default_token() -> str | None:
+def attempt_token() -> str | None:
+    """This attempt of this SLURM job ("JOBID.RESTARTS"; None outside SLURM): an address
+    file carrying another token belongs to an earlier job or attempt."""
     job = os.environ.get("SLURM_JOB_ID")
     if job is None:
         return None
@@ -1220,7 +1225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wait.add_argument("--nodes", type=int, required=True)
     for p in (node, wait):
         p.add_argument("--address-file", required=True)
-        p.add_argument("--token", default=_default_token(), help="job tag (default: SLURM job id.restart)")
+        p.add_argument("--token", default=attempt_token(), help="job tag (default: SLURM job id.restart)")
         p.add_argument("--timeout", type=float, default=300.0)
     args = ap.parse_args(argv)
     return _run_node(args) if args.cmd == "node" else _run_wait(args)

@@ -30,7 +30,7 @@ from rllm_sweeps.config.validate import ConfigError, ConfigIssue
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.results import PLAN_FILE
-from rllm_sweeps.sweep.constraints import ConstraintEvalError
+from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
 from rllm_sweeps.sweep.jobconfig import Base, JobComposer, JobConfig, Setting, plain_get, related, value_is_plain
 from rllm_sweeps.sweep.space import Point, SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec, parse_sweep_lenient
@@ -38,6 +38,7 @@ from rllm_sweeps.sweep.values import format_value
 
 PLAN_SCHEMA_VERSION = 1
 RESOURCE_KEYS = ("resources.nodes", "resources.gpus_per_node", "resources.time_min")
+OPTUNA_PROBES = 3  # sampled points a run of an Optuna sweep validates before its first trial
 _MAX_CONSTRAINT_ERRORS = 20
 
 
@@ -337,25 +338,24 @@ class _Planner:
 
     # -- the plan ------------------------------------------------------------------------
 
+    def check(self, pending: list[ConfigIssue]) -> None:
+        """What holds for the whole sweep: the base composes, every key exists. Raises SweepError."""
+        self.issues = list(pending)
+        groups = self.first_groups()
+        first = self.base_of(groups)
+        try:
+            known = first.known_keys if first is not None else self.composer.group_config(groups)[1]
+            self.check_keys(known)
+        except ConfigError:
+            pass  # the base's problem is reported already
+        if self.issues:
+            raise SweepError(self.issues)
+
     def plan(self, limit: int | None, pending: list[ConfigIssue]) -> Plan:
         spec = self.spec
-        if spec.method == "optuna":
-            raise NotImplementedError(
-                "method: optuna is parsed and checked, but its trials are planned one by one by the Optuna "
-                "sweeper as results arrive (a later issue); use method: grid or random for now"
-            )
         start = time.perf_counter()
         with quiet_skyrl():
-            self.issues = list(pending)
-            groups = self.first_groups()
-            first = self.base_of(groups)
-            try:
-                known = first.known_keys if first is not None else self.composer.group_config(groups)[1]
-                self.check_keys(known)
-            except ConfigError:
-                pass  # the base's problem is reported already
-            if self.issues:
-                raise SweepError(self.issues)
+            self.check(pending)
             scan = self.points(limit)
             if self.issues:
                 raise SweepError(self.issues)
@@ -380,7 +380,7 @@ class _Planner:
             if bad:
                 n_bad = len({i.key for i in bad})
                 raise SweepError(bad, where=f"{n_bad} of {self.attempted} jobs are invalid")
-            complete = len(jobs) == n_jobs
+            complete = len(jobs) == n_jobs and spec.method != "optuna"  # Optuna's trials come later
             node_h, gpu_h = _sum_cost(j.resources for j in jobs) if complete else (scan.node_hours, scan.gpu_hours)
         if self.duplicates:
             first_dup = self.duplicates[0]
@@ -411,6 +411,8 @@ class _Planner:
         points the plan has, and (for a partial plan) the cost of all its jobs."""
         spec = self.spec
         need = None if limit is None else math.ceil(limit / spec.n_seeds)
+        if spec.method == "optuna":
+            return self.optuna_probes(need)
         if spec.method == "random":
             assert spec.budget is not None
             n = spec.budget // spec.n_seeds
@@ -434,6 +436,25 @@ class _Planner:
             return _Scan(kept, size, size, const[0] * jobs, const[1] * jobs)
         return self.scan(self.space.grid(), need, size)
 
+    def optuna_probes(self, need: int | None) -> _Scan:
+        """Optuna asks its points one at a time as results arrive; up front, a few points drawn
+        at random (the constraints holding) are validated, and the budget is costed as if each
+        of its jobs cost what theirs do."""
+        spec = self.spec
+        assert spec.budget is not None
+        n = spec.budget // spec.n_seeds
+        samples = self.space.sample(min(n, need or OPTUNA_PROBES), accept=self.accepts)
+        if not samples.points and not self.issues:
+            texts = "; ".join(f"'{c.text}' ({c.source})" for c in spec.constraints)
+            self.issues.append(
+                ConfigIssue("constraints", f"the constraints reject all {samples.draws} sampled points: {texts}")
+            )
+            return _Scan([], n, n)
+        costs = [self.job_cost(p) for p in samples.points]
+        node_h = sum(c[0] for c in costs) / max(len(costs), 1) * spec.budget
+        gpu_h = sum(c[1] for c in costs) / max(len(costs), 1) * spec.budget
+        return _Scan(samples.points, n, n, node_h, gpu_h)
+
     def scan(
         self, points: Iterable[Point], keep: int | None, candidates: int, check: bool = True, cost: bool = True
     ) -> _Scan:
@@ -453,14 +474,20 @@ class _Planner:
                 gpu_h += g * n_seeds
         return _Scan(kept, candidates, count, node_h, gpu_h)
 
-    def materialize(self, points: Iterable[Point], limit: int | None) -> tuple[list[PlannedJob], list[ConfigIssue]]:
+    def materialize(
+        self, points: Iterable[Point], limit: int | None, first_index: int = 0, first_point: int = 0
+    ) -> tuple[list[PlannedJob], list[ConfigIssue]]:
+        """Compose and validate the jobs of `points` (at most `limit`), numbered from
+        `first_index` (jobs) and `first_point` (points); the jobs and the problems."""
         spec = self.spec
         jobs: list[PlannedJob] = []
         bad: list[ConfigIssue] = []
         seen: dict[str, int] = {}
-        index = 0
+        index = first_index
+        if limit is not None:
+            limit += first_index
         seeds: Sequence[int | None] = spec.seeds if spec.seeds else [None]
-        for point_index, point in enumerate(points):
+        for point_index, point in enumerate(points, start=first_point):
             if limit is not None and index >= limit:
                 break
             groups, settings = self.split(point)
@@ -528,6 +555,51 @@ class _Planner:
         )
 
 
+class TrialPlanner:
+    """Jobs one point at a time (the Optuna sweeper's trials), after the sweep is checked once.
+
+    trials = TrialPlanner(spec, base_overrides)            # SweepError: unknown keys, bad base
+    trials.violated(point)                                 # the constraints the point breaks
+    trials.jobs(point, first_index=8, point_index=4)       # composed + validated; SweepError
+    """
+
+    def __init__(self, spec: SweepSpec, base_overrides: Sequence[str], pending: Sequence[ConfigIssue] = ()) -> None:
+        self.spec = spec
+        self._planner = _Planner(spec, list(base_overrides))
+        with quiet_skyrl():
+            self._planner.check(list(pending))
+
+    def violated(self, point: Point) -> list[Constraint]:
+        """The constraints `point` breaks (none: it is feasible). SweepError when one cannot be evaluated."""
+        planner = self._planner
+        if not self.spec.constraints:
+            return []
+        planner.issues = []
+        read = planner.reader(point, planner.constraint_keys)
+        if read is None:
+            raise SweepError(planner.issues)
+        broken = []
+        for c in self.spec.constraints:
+            try:
+                if not c.holds(read):
+                    broken.append(c)
+            except (ConstraintEvalError, KeyError) as err:
+                what = f"missing key {err}" if isinstance(err, KeyError) else str(err)
+                message = f"{c.source}: constraint '{c.text}' at [{' '.join(point.overrides)}]: {what}"
+                raise SweepError([ConfigIssue(c.source, message)]) from None
+        return broken
+
+    def jobs(self, point: Point, first_index: int, point_index: int) -> list[PlannedJob]:
+        """The point's jobs (one per seed), numbered from `first_index`. SweepError when invalid."""
+        planner = self._planner
+        planner.issues = []
+        with quiet_skyrl():
+            jobs, bad = planner.materialize([point], None, first_index, point_index)
+        if bad:
+            raise SweepError(bad)
+        return jobs
+
+
 def _sum_cost(resources: Iterable[dict[str, Any]]) -> tuple[float, float]:
     node_h = gpu_h = 0.0
     for r in resources:
@@ -556,12 +628,23 @@ def render_plan(plan: Plan, rows: int = 20) -> str:
         lines.append(f"Constraints dropped {t.dropped:,} of {t.candidates:,} grid points")
     elif spec.method == "random":
         lines.append(f"Sampled with Optuna's RandomSampler(seed={spec.seed}): {t.candidates:,} draws")
+    elif spec.optuna is not None:
+        o = spec.optuna
+        lines.append(
+            f"Optuna: sampler {o.sampler}, pruner {o.pruner}; {t.points:,} finished trials (complete or pruned), "
+            "each asked when a slot frees, its jobs validated before they launch"
+        )
     if plan.base_overrides:
         lines.append("Every job: " + " ".join(plan.base_overrides))
     if not t.validated:
         lines.append(f"Composed {len(plan.jobs):,} of {t.jobs:,} jobs, validated none yet ({t.plan_seconds:.2f} s)")
     elif plan.complete:
         lines.append(f"Validated: all {t.validated:,} jobs ({t.plan_seconds:.2f} s)")
+    elif spec.method == "optuna":
+        lines.append(
+            f"Validated: the jobs of {len(plan.jobs) // t.seeds:,} points drawn at random ({t.plan_seconds:.2f} s); "
+            "the rows below are those examples, not the trials Optuna will ask"
+        )
     else:
         lines.append(
             f"Validated: the first {t.validated:,} of {t.jobs:,} jobs ({t.plan_seconds:.2f} s); "
@@ -594,9 +677,19 @@ def render_plan(plan: Plan, rows: int = 20) -> str:
         lines.append("")
         for row in table:
             lines.append("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
-        if t.jobs > len(shown):
+        if t.jobs > len(shown) and spec.method != "optuna":
             lines.append(f"... {t.jobs - len(shown):,} more jobs (showing {len(shown)} of {t.jobs:,})")
     return "\n".join(lines)
 
 
-__all__ = ["PLAN_FILE", "Plan", "PlannedJob", "Totals", "make_plan", "plan_request", "plan_sweep", "render_plan"]
+__all__ = [
+    "PLAN_FILE",
+    "Plan",
+    "PlannedJob",
+    "Totals",
+    "TrialPlanner",
+    "make_plan",
+    "plan_request",
+    "plan_sweep",
+    "render_plan",
+]

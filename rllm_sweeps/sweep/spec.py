@@ -39,6 +39,7 @@ from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.overrides import config_groups
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
+from rllm_sweeps.sweep.optuna_settings import OptunaSettings, parse_optuna_settings
 from rllm_sweeps.sweep.values import format_value, parse_value
 
 METHODS = ("grid", "random", "optuna")
@@ -85,6 +86,7 @@ _SPEC_FIELDS = (
     "seed",
     "name",
     "description",
+    "optuna",
 )
 
 
@@ -202,6 +204,7 @@ class SweepSpec:
     parallel: int = 1  # jobs in flight
     seed: int = 0  # the sweep's own seed: a random sweep is reproducible
     name: str | None = None
+    optuna: OptunaSettings | None = None  # method optuna: sampler, pruner, storage, study name
     source: str = "command line"  # the sweep file, or "command line"
     notes: tuple[str, ...] = field(default=(), compare=False)
 
@@ -244,6 +247,8 @@ class SweepSpec:
         out["seed"] = self.seed
         if self.name:
             out["name"] = self.name
+        if self.optuna is not None:
+            out["optuna"] = self.optuna.to_dict()
         return out
 
 
@@ -404,7 +409,7 @@ class _Builder:
                 setting = key[len(SWEEP_GROUP) + 1 :]
                 if o.is_sweep_override():
                     self.problem(where, f"sweep.{setting} takes one value, not a sweep")
-                elif "." in setting and not setting.startswith("metric."):
+                elif "." in setting and not setting.startswith(("metric.", "optuna.")):
                     self.problem(where, f"set parameters as KEY=VALUES on the command line, not sweep.{setting}")
                 else:
                     settings[setting] = (o.value(), where)
@@ -528,9 +533,12 @@ class _Builder:
             data = {}
         raw: dict[str, tuple[Any, str]] = {k: (v, f"{source}: {k}") for k, v in data.items()}
         metric_parts: dict[str, tuple[Any, str]] = {}
+        optuna_parts: dict[str, tuple[Any, str]] = {}
         for key, (value, where) in settings.items():
             if key.startswith("metric."):
                 metric_parts[key[len("metric.") :]] = (value, where)
+            elif key.startswith("optuna."):
+                optuna_parts[key[len("optuna.") :]] = (value, where)
             else:
                 raw[key] = (value, where)
         for key, (_, where) in raw.items():
@@ -625,10 +633,25 @@ class _Builder:
                 f"budget {budget} counts jobs (points x seeds) and there are {n_seeds} seeds per point: "
                 f"use a multiple of {n_seeds} ({lower or n_seeds} or {upper})",
             )
-        if method == "optuna" and len(metric) > 1:
-            pass  # multi-objective: the Optuna sweeper's business
-        elif method != "optuna" and len(metric) > 1:
-            self.notes.append(f"{source}: several metrics: {method} reports all, optimizes none")
+        optuna = None
+        block, block_where = get("optuna")
+        if method == "optuna":
+            optuna = parse_optuna_settings(
+                block, block_where, optuna_parts, len(metric), self.problem, self.notes.append
+            )
+            if optuna.sampler == "grid":
+                for p in params.values():
+                    if p.kind == "distribution":
+                        self.problem(
+                            p.source,
+                            f"the grid sampler takes values (a list, a,b,c or range(...)); {p.key} is a "
+                            f"{p.distribution} distribution: give values or another sampler",
+                        )
+        else:
+            if block is not None or optuna_parts:
+                self.notes.append(f"{source}: optuna settings are ignored by method {method}")
+            if len(metric) > 1:
+                self.notes.append(f"{source}: several metrics: {method} reports all, optimizes none")
         return SweepSpec(
             method=method,
             metric=metric,
@@ -641,6 +664,7 @@ class _Builder:
             parallel=parallel,
             seed=seed,
             name=str(name) if name is not None else None,
+            optuna=optuna,
             source=source,
             notes=tuple(self.notes),
         )

@@ -1,0 +1,247 @@
+"""A job's Ray cluster on every node of its allocation.
+
+One node (a local run, a 1-node SLURM job): a Ray head on this machine, nothing else.
+N nodes (``SLURM_JOB_NUM_NODES=N``; submitit runs ``launchers.slurm_task.TrainCommand`` once
+per node):
+
+    rank 0: train.py -> :func:`job_ray_cluster`: the Ray head, bound to the first node's
+            address; ``ray.json`` (address + attempt token) in the job directory; wait until
+            N nodes are alive; ``RAY_ADDRESS``; train; stop the head. TrainCommand then marks
+            the attempt over in ``ray.json`` (:func:`mark_attempt_over`).
+    rank k: :func:`run_worker` (``python -m rllm_sweeps.runtime.job_ray worker JOB_DIR``):
+            wait for this attempt's ``ray.json``, join with SLURM's CPUs/GPUs, leave when the
+            head's GCS stops answering or the attempt is marked over, and stop exactly this
+            node's Ray processes.
+
+The job directory is on a filesystem every node sees (submitit relies on that too), so
+``ray.json`` is how the nodes find each other. Its token (SLURM job id + restart count) keeps
+a worker from joining the head of an earlier attempt after a requeue.
+
+``ray.json`` (written by rank 0): ``address``, ``token``, ``nodes`` (alive in the cluster),
+``node_addresses``, ``ray_up_s`` (head start until every node joined), ``process_nodes`` (the
+node of each RayJaxBackend process), ``pids`` (every process of the head node seen, rewritten
+after teardown), ``ended`` (the attempt is over).
+``ray-worker-K.json`` (rank K): ``head``, ``node_ip``, ``pids`` (likewise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rllm_sweeps.results import write_json_atomic
+from rllm_sweeps.runtime.ray_cluster import (
+    NodeInfo,
+    RayClusterError,
+    RayClusterSpec,
+    RayNode,
+    attempt_token,
+    disconnect_driver,
+    sigterm_raises,
+    slurm_head_host,
+    slurm_node_resources,
+    start_head_node,
+    start_worker_node,
+    tcp_reachable,
+    wait_for_nodes,
+)
+
+RAY_FILE = "ray.json"
+JOIN_TIMEOUT_S = 300.0  # worker nodes start in parallel with the head; SLURM may start them late
+LEAVE_AFTER_MISSES = 3  # consecutive unanswered GCS probes before a worker node leaves
+SNAPSHOT_EVERY_S = 5.0  # a /proc scan: cheap, but not for every probe on a busy node
+
+
+@dataclasses.dataclass
+class JobRay:
+    """The Ray cluster a job trains on, and its record (ray.json)."""
+
+    address: str
+    nodes: list[NodeInfo]
+    ray_up_s: float
+    path: Path
+    record: dict[str, Any]
+
+    def note(self, **fields: Any) -> None:
+        """Add ``fields`` to ray.json."""
+        self.record.update(fields)
+        write_json_atomic(self.path, self.record)
+
+    def placement_nodes(self, placement_group: Any) -> list[str]:
+        """Address of the node holding each bundle of ``placement_group``, in bundle order
+        (needs this process connected as a Ray driver)."""
+        from ray.util.placement_group import placement_group_table
+
+        where = placement_group_table(placement_group)["bundles_to_node_id"]
+        address = {n.node_id: n.address for n in self.nodes}
+        return [address.get(where[i], where[i]) for i in sorted(where)]
+
+
+def allocation_nodes() -> int:
+    """Nodes of this SLURM allocation (1 outside SLURM)."""
+    return int(os.environ.get("SLURM_JOB_NUM_NODES", "1"))
+
+
+def worker_file(job_dir: Path, rank: int) -> Path:
+    return Path(job_dir) / f"ray-worker-{rank}.json"
+
+
+def worker_argv(job_dir: Path, rank: int) -> list[str]:
+    """The command a rank > 0 runs instead of train.py."""
+    return [sys.executable, "-m", "rllm_sweeps.runtime.job_ray", "worker", str(job_dir), "--rank", str(rank)]
+
+
+@contextlib.contextmanager
+def job_ray_cluster(
+    job_dir: Path, num_cpus: int, num_gpus: int, nodes: int = 1, join_timeout_s: float = JOIN_TIMEOUT_S
+) -> Iterator[JobRay]:
+    """Bring up the job's Ray head, wait for ``nodes`` nodes, export RAY_ADDRESS; on exit
+    disconnect this process's driver and stop exactly the head's processes."""
+    started = time.monotonic()
+    # Several nodes: bind to the address the other nodes reach this one at, not loopback.
+    head_ip = slurm_head_host()[1] if nodes > 1 else None
+    head = start_head_node(RayClusterSpec(num_cpus=num_cpus, num_gpus=num_gpus), node_ip=head_ip)
+    assert head.address is not None
+    path = Path(job_dir) / RAY_FILE
+    record: dict[str, Any] = {"address": head.address, "token": attempt_token(), "nodes": 1}
+    saved_address = os.environ.get("RAY_ADDRESS")
+    try:
+        record["pids"] = head.pids()
+        write_json_atomic(path, record)  # the worker nodes' cue to join
+        alive = _wait_for_workers(head, nodes, join_timeout_s)
+        up_s = round(time.monotonic() - started, 3)
+        record.update(
+            nodes=len(alive), node_addresses=sorted(n.address for n in alive), ray_up_s=up_s, pids=head.pids()
+        )
+        write_json_atomic(path, record)
+        os.environ["RAY_ADDRESS"] = head.address
+        yield JobRay(head.address, alive, up_s, path, record)
+    finally:
+        if saved_address is None:
+            os.environ.pop("RAY_ADDRESS", None)
+        else:
+            os.environ["RAY_ADDRESS"] = saved_address
+        head.snapshot()  # while the JAX processes still run, so the record covers them
+        disconnect_driver(head.address)
+        try:
+            head.stop()
+        finally:
+            record["pids"] = sorted(head.recorded)  # every process ever seen, to check teardown
+            write_json_atomic(path, record)
+
+
+def _wait_for_workers(head: RayNode, nodes: int, timeout: float) -> list[NodeInfo]:
+    assert head.address is not None and head.proc is not None
+    proc = head.proc
+
+    def head_died() -> str | None:
+        return None if proc.poll() is None else f"the Ray head exited (code {proc.returncode}); log: {head.log_path}"
+
+    try:
+        return wait_for_nodes(head.address, nodes, timeout=timeout, abort=head_died)
+    except RayClusterError as err:
+        raise RayClusterError(
+            f"{err}. Worker nodes join from the other tasks of this SLURM job "
+            f"(`python -m rllm_sweeps.runtime.job_ray worker`, started by the SLURM launcher); "
+            f"see ray-worker-*.log in the job directory."
+        ) from None
+
+
+def mark_attempt_over(job_dir: Path) -> None:
+    """Rank 0's training process has ended: this attempt's worker nodes leave, including any
+    still waiting to join (e.g. when train.py failed before starting the head)."""
+    token = attempt_token()
+    path = Path(job_dir) / RAY_FILE
+    write_json_atomic(path, {**(_read_record(path, token) or {"token": token}), "ended": True})
+
+
+def _read_record(path: Path, token: str | None) -> dict[str, Any]:
+    """This attempt's ray.json, or {} (none yet, or an earlier attempt's)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if data.get("token") == token else {}
+
+
+def ip_towards(address: str) -> str:
+    """This machine's address on the route to ``address`` (what the head reaches us at)."""
+    host, _, port = address.rpartition(":")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((host, int(port)))  # UDP connect only picks the route; nothing is sent
+        return s.getsockname()[0]
+
+
+def run_worker(job_dir: Path, rank: int, join_timeout_s: float = JOIN_TIMEOUT_S, poll_s: float = 0.5) -> int:
+    """Run this node's Ray worker for the current attempt until the head is gone (rank > 0)."""
+    token = attempt_token()
+    path = Path(job_dir) / RAY_FILE
+    with sigterm_raises():  # scancel / a time limit: the `finally` below still stops the node
+        deadline = time.monotonic() + join_timeout_s
+        record = _read_record(path, token)
+        while not (record.get("address") or record.get("ended")):
+            if time.monotonic() > deadline:
+                raise RayClusterError(f"no Ray head address for attempt {token} in {path} after {join_timeout_s:.0f}s")
+            time.sleep(0.2)
+            record = _read_record(path, token)
+        if record.get("ended"):
+            print(f"rank {rank}: attempt {token} ended before its Ray head started", flush=True)
+            return 0
+        head = record["address"]
+        cpus, gpus = slurm_node_resources()
+        node_ip = ip_towards(head)
+        node = start_worker_node(head, RayClusterSpec(num_cpus=cpus, num_gpus=gpus), node_ip=node_ip)
+        mine = {"head": head, "token": token, "node_ip": node_ip, "pids": node.pids()}
+        try:
+            write_json_atomic(worker_file(job_dir, rank), mine)
+            print(f"rank {rank}: Ray worker {node_ip} joined {head} ({cpus} CPUs, {gpus} GPUs)", flush=True)
+            print(f"rank {rank}: leaving: {_wait_until_over(node, head, path, token, poll_s)}", flush=True)
+        finally:
+            try:
+                node.stop()
+            finally:
+                mine["pids"] = sorted(node.recorded)
+                write_json_atomic(worker_file(job_dir, rank), mine)
+    return 0
+
+
+def _wait_until_over(node: RayNode, head: str, path: Path, token: str | None, poll_s: float) -> str:
+    assert node.proc is not None
+    misses, snapshot_at = 0, 0.0
+    while True:
+        if time.monotonic() >= snapshot_at:
+            node.snapshot()  # record the processes Ray starts here (JAX actors) for the teardown check
+            snapshot_at = time.monotonic() + SNAPSHOT_EVERY_S
+        if node.proc.poll() is not None:
+            return f"`ray start` exited with code {node.proc.returncode}"
+        if _read_record(path, token).get("ended"):
+            return "rank 0 ended the attempt"
+        # Ray's own raylet would wait a minute for a lost GCS; the head stopping is our signal.
+        misses = 0 if tcp_reachable(head) else misses + 1
+        if misses >= LEAVE_AFTER_MISSES:
+            return "the head's GCS stopped answering"
+        time.sleep(poll_s)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m rllm_sweeps.runtime.job_ray")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    worker = sub.add_parser("worker", help="run this node's Ray worker until the job's head is gone")
+    worker.add_argument("job_dir", type=Path)
+    worker.add_argument("--rank", type=int, default=int(os.environ.get("SLURM_PROCID", "1")))
+    worker.add_argument("--timeout", type=float, default=JOIN_TIMEOUT_S, help="seconds to wait for the head")
+    args = ap.parse_args(argv)
+    return run_worker(args.job_dir, args.rank, args.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

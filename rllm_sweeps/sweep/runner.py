@@ -1,0 +1,278 @@
+"""The launch loop: `parallel` jobs in flight, the next one handed over the moment one ends.
+
+Where jobs come from is a `JobSource`: the plan (grid, random: every job known up front)
+or a search that decides as results arrive (Optuna). The runner never waits for a batch.
+When every job is known up front and the launcher can queue them itself (SLURM arrays with
+a throttle), they are all handed over at once and the scheduler keeps `parallel` running.
+
+A job that fails for an infrastructure reason (node failure, out-of-memory kill, a lost Ray
+node) is launched again in its own directory, where it resumes from its last checkpoint,
+at most `max_retries` times; a job that fails for a user reason (bad config, an exception
+in the reward function) is not: a retry would fail the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from rllm_sweeps.results import COMPLETED, FAILED, JOBS_DIR, PRUNED, RESULT_FILE, JobResult
+from rllm_sweeps.sweep.plan import Plan, PlannedJob
+from rllm_sweeps.sweep.spec import Metric
+from rllm_sweeps.trackers import clock
+
+REPO = Path(__file__).resolve().parents[2]
+TRAIN = REPO / "train.py"
+FINAL_STATES = (COMPLETED, PRUNED)
+INFRASTRUCTURE = "infrastructure"
+
+
+@dataclass
+class JobToRun:
+    """A planned job, the directory it runs in, and what else its process needs."""
+
+    job: PlannedJob
+    job_dir: Path
+    env: dict[str, str] = field(default_factory=dict)  # e.g. the Optuna trial it reports to
+
+
+class JobSource(Protocol):
+    """What to run next. `static`: every job is known up front (may be queued at once)."""
+
+    static: bool
+
+    def done_before(self) -> dict[int, JobResult]:
+        """Jobs a previous run of this sweep finished already (by plan index)."""
+
+    def next_jobs(self, free_slots: int) -> list[JobToRun]:
+        """Up to `free_slots` jobs to start now (fewer, or none, is fine)."""
+
+    def exhausted(self) -> bool:
+        """No job will come any more (those handed out may still run)."""
+
+    def on_result(self, run: JobToRun, result: JobResult) -> None:
+        """A job ended for good (retries spent)."""
+
+    def pending(self) -> int:
+        """Jobs still to hand out, for progress lines (an estimate is fine)."""
+
+
+def job_dir_for(sweep_dir: Path, job: PlannedJob) -> Path:
+    return sweep_dir / JOBS_DIR / f"{job.index:04d}-{job.config_hash[:8]}"
+
+
+def existing_jobs(sweep_dir: Path) -> dict[str, tuple[Path, JobResult]]:
+    """Job directories of a sweep by config hash (a completed one wins over others)."""
+    found: dict[str, tuple[Path, JobResult]] = {}
+    for path in sorted((sweep_dir / JOBS_DIR).glob(f"*/{RESULT_FILE}")):
+        result = JobResult.read(path.parent)
+        if result is None:
+            continue
+        if result.config_hash not in found or result.status in FINAL_STATES:
+            found[result.config_hash] = (path.parent, result)
+    return found
+
+
+class StaticSource:
+    """The plan's jobs in order; those completed by an earlier run are skipped (by config hash)."""
+
+    static = True
+
+    def __init__(self, plan: Plan, sweep_dir: Path) -> None:
+        existing = existing_jobs(sweep_dir)
+        self._done: dict[int, JobResult] = {}
+        self._queue: list[JobToRun] = []
+        for job in plan.jobs:
+            found = existing.get(job.config_hash)
+            if found and found[1].status in FINAL_STATES:
+                self._done[job.index] = found[1]
+            else:
+                self._queue.append(JobToRun(job, found[0] if found else job_dir_for(sweep_dir, job)))
+
+    def done_before(self) -> dict[int, JobResult]:
+        return dict(self._done)
+
+    def next_jobs(self, free_slots: int) -> list[JobToRun]:
+        taken, self._queue = self._queue[:free_slots], self._queue[free_slots:]
+        return taken
+
+    def exhausted(self) -> bool:
+        return not self._queue
+
+    def on_result(self, run: JobToRun, result: JobResult) -> None:
+        pass
+
+    def pending(self) -> int:
+        return len(self._queue)
+
+
+def is_hydra_override(override: str) -> bool:
+    key = override.lstrip("+~")
+    return key.startswith(("hydra.", "hydra/"))
+
+
+@dataclass
+class _Running:
+    run: JobToRun
+    handle: Any
+    started: float
+    retries: int = 0
+    retry_reasons: list[str] = field(default_factory=list)
+
+
+class SweepRunner:
+    """Keeps `parallel` jobs in flight; never waits for a batch; retries infrastructure failures."""
+
+    def __init__(
+        self,
+        source: JobSource,
+        sweep_dir: Path,
+        launcher: Launcher,
+        parallel: int,
+        *,
+        metric: Metric,
+        max_retries: int = 2,
+        progress_every_s: float = 10.0,
+    ) -> None:
+        self.source = source
+        self.sweep_dir = sweep_dir
+        self.launcher = launcher
+        self.parallel = parallel
+        self.metric = metric
+        self.max_retries = max_retries
+        self.progress_every_s = progress_every_s
+        self.started = time.monotonic()
+        self.durations: list[float] = []
+        self.results: dict[int, JobResult | None] = {}
+        self.running: dict[int, _Running] = {}
+
+    def run(self) -> dict[int, JobResult | None]:
+        self.results.update(self.source.done_before())
+        # Queue everything at once where the scheduler can hold it (SLURM arrays, throttled).
+        ahead = self.source.static and hasattr(self.launcher, "submit_array")
+        if self.results:
+            print(
+                f"[sweep] {self.sweep_dir}: {len(self.results)} jobs already completed, {self.source.pending()} to run",
+                flush=True,
+            )
+        else:
+            print(f"[sweep] {self.sweep_dir}: {self.source.pending()} jobs, {self.parallel} at a time", flush=True)
+        last_report = 0.0
+        try:
+            while not self.source.exhausted() or self.running:
+                if ahead:
+                    self.start_array(self.source.next_jobs(self.source.pending()))
+                else:
+                    for run in self.source.next_jobs(self.parallel - len(self.running)):
+                        self.start(run)
+                for index, entry in list(self.running.items()):
+                    status = self.launcher.poll(entry.handle)
+                    if status.state is JobState.FINISHED:
+                        self.finish(index, entry, status)
+                if time.monotonic() - last_report > self.progress_every_s:
+                    last_report = time.monotonic()
+                    self.print_progress()
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            print("[sweep] interrupted: stopping running jobs (they checkpoint; rerun to resume)", file=sys.stderr)
+            for entry in self.running.values():
+                self.launcher.cancel(entry.handle)
+            raise
+        return dict(sorted(self.results.items()))
+
+    # -- starting ------------------------------------------------------------------------
+
+    def request(self, run: JobToRun) -> LaunchRequest:
+        job = run.job
+        overrides = [o for o in job.overrides if not is_hydra_override(o)]
+        argv = [sys.executable, str(TRAIN), *overrides, f"hydra.run.dir={run.job_dir}"]
+        path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
+        env = {"PYTHONPATH": path, **run.env}
+        return LaunchRequest(index=job.index, job_dir=run.job_dir, argv=argv, resources=job.resources, env=env)
+
+    def start(self, run: JobToRun, retries: int = 0, reasons: list[str] | None = None) -> None:
+        handle = self.launcher.submit(self.request(run))
+        self.running[run.job.index] = _Running(run, handle, time.monotonic(), retries, list(reasons or []))
+        again = f" again (retry {retries} of {self.max_retries})" if retries else ""
+        self.print_progress(f"started job {run.job.index} ({run.job_dir.name}){again}")
+
+    def start_array(self, runs: list[JobToRun]) -> None:
+        if not runs:
+            return
+        handles = self.launcher.submit_array([self.request(r) for r in runs], self.parallel)  # type: ignore[attr-defined]
+        for run, handle in zip(runs, handles, strict=True):
+            self.running[run.job.index] = _Running(run, handle, time.monotonic())
+        self.print_progress(f"queued {len(runs)} jobs with the scheduler ({self.parallel} at a time)")
+
+    # -- ending --------------------------------------------------------------------------
+
+    def finish(self, index: int, entry: _Running, status: JobStatus) -> None:
+        del self.running[index]
+        self.durations.append(time.monotonic() - entry.started)
+        job_dir = entry.run.job_dir
+        result = JobResult.read(job_dir)
+        if result is None or result.status == "running":
+            result = self.record_crash(entry.run, status)
+        if status.failure and result.status == FAILED:
+            # The scheduler knows better than the job why it died (node failure, memory).
+            result.failure_kind, result.error = INFRASTRUCTURE, f"{status.failure}\n{result.error or ''}".strip()
+        if result.status == FAILED and result.failure_kind == INFRASTRUCTURE and entry.retries < self.max_retries:
+            reason = (result.error or "infrastructure failure").splitlines()[0]
+            result.retry_reasons = [*entry.retry_reasons, reason]
+            result.retries = entry.retries + 1
+            result.write(job_dir)
+            self.print_progress(f"job {index} failed ({reason}): infrastructure, retrying")
+            self.launcher.cancel(entry.handle)  # whatever the scheduler would still run of it
+            self.start(entry.run, entry.retries + 1, result.retry_reasons)
+            return
+        if entry.retries:
+            result.retries, result.retry_reasons = entry.retries, entry.retry_reasons
+            result.write(job_dir)
+        self.results[index] = result
+        self.source.on_result(entry.run, result)
+        self.print_progress(f"job {index} {result.status}")
+
+    def record_crash(self, run: JobToRun, status: JobStatus) -> JobResult:
+        """A job that died without a result (killed, or failed before writing one)."""
+        log = run.job_dir / "job.log"
+        tail = log.read_text(errors="replace")[-4000:] if log.exists() else ""
+        result = JobResult.read(run.job_dir) or JobResult(status=FAILED, config_hash=run.job.config_hash)
+        result.status, result.error = FAILED, f"exit code {status.returncode} ({status.detail})\n{tail}"
+        result.overrides = result.overrides or list(run.job.overrides)
+        result.write(run.job_dir)
+        return result
+
+    # -- progress ------------------------------------------------------------------------
+
+    def print_progress(self, event: str = "") -> None:
+        results = self.results
+        done = sum(1 for r in results.values() if r is not None and r.status in FINAL_STATES)
+        failed = len(results) - done
+        queued = self.source.pending()
+        elapsed = time.monotonic() - self.started
+        eta = ""
+        if self.durations:
+            mean = sum(self.durations) / len(self.durations)
+            eta = f"  ETA {clock(mean * (queued + len(self.running)) / self.parallel)}"
+        line = (
+            f"[sweep] {done} done, {failed} failed, {len(self.running)} in flight, {queued} to come"
+            f"  elapsed {clock(elapsed)}{eta}{self.best()}"
+        )
+        print(line + (f"  | {event}" if event else ""), flush=True)
+
+    def best(self) -> str:
+        name = self.metric.name
+        scored = [
+            (r.final[name], i)
+            for i, r in self.results.items()
+            if r is not None and r.status == COMPLETED and name in r.final  # a pruned job's value is partial
+        ]
+        if not scored:
+            return ""
+        value, index = max(scored) if self.metric.goal == "maximize" else min(scored)
+        return f"  best {name}={value:.4g} (job {index})"

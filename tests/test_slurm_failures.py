@@ -1,0 +1,111 @@
+"""What goes wrong on a cluster, on the real local SLURM cluster: time limits, dead nodes.
+
+Training steps are made slow on purpose (tests/probes/slow_reward.py, a sleep per reward
+call) so that a job outlives its time limit, or a node failure, whatever the machine's load.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_slurm_sweep import QUICK
+
+from rllm_sweeps.results import JobResult, read_metrics
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.slow, pytest.mark.slurm]
+# 32 reward calls per step at SLOW_REWARD_S (20 ms: every step takes at least 0.64 s).
+SLOW = [
+    "task.reward=tests.probes.slow_reward:slow_reward",
+    "data.train_batch_size=8",
+    "trainer.mini_batch_size=4",
+    "rollout.n=4",
+]
+
+
+def start_sweep(sweep_dir: Path, *args: str, slow: bool = True, reward_s: float = 0.02) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "train.py"), "-m", *QUICK, *(SLOW if slow else []), *args, "cluster=local"]
+        + [f"hydra.sweep.dir={sweep_dir}"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "SLOW_REWARD_S": str(reward_s)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def wait_for(predicate, what: str, sweeper: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if sweeper.poll() is not None or time.monotonic() > deadline:
+            sweeper.kill()
+            pytest.fail(f"{what}: not seen within {timeout:.0f}s\n{sweeper.stdout.read()[-3000:]}")
+        time.sleep(0.5)
+
+
+def train_steps(job_dir: Path) -> list[int]:
+    return [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"]
+
+
+def test_a_job_longer_than_its_time_limit_is_checkpointed_requeued_and_finishes(slurm_env, tmp_path):
+    # At least 128 s of training (100 steps of >= 1.28 s) against a 2-minute limit whose
+    # warning comes 30 s early (+-30 s, SLURM checks limits every ~30 s): an attempt trains
+    # at most ~110 s after its start-up, so the job needs at least one requeue.
+    sweeper = start_sweep(
+        tmp_path,
+        "trainer.total_batches=100",
+        "trainer.save_freq=5",
+        "resources.time_min=2",
+        "hydra.launcher.signal_delay_s=30",
+        "hydra.launcher.max_requeues=3",
+        reward_s=0.04,
+    )
+    out, _ = sweeper.communicate(timeout=1200)
+    assert sweeper.returncode == 0, out[-3000:]
+    job_dir = next(tmp_path.glob("jobs/*"))
+    result = JobResult.read(job_dir)
+    assert result.status == "completed" and result.steps == 100
+    assert 1 <= result.restarts <= 3, result.restarts  # requeued, within max_requeues
+    assert train_steps(job_dir) == list(range(1, 101))  # resumed from checkpoints: continuous
+
+
+def test_a_job_whose_node_daemon_dies_is_reported_as_an_infrastructure_failure_and_retried(slurm_env, tmp_path):
+    sweeper = start_sweep(tmp_path, "trainer.total_batches=150", "trainer.save_freq=5")
+    wait_for(lambda: list(tmp_path.glob("jobs/*/checkpoints/latest")), "a first checkpoint", sweeper, 300)
+    job_dir = next(tmp_path.glob("jobs/*"))
+    slurm_env.kill_slurmd("n1")
+    try:
+        # SLURM declares the node dead (SlurmdTimeout), the job NODE_FAIL; the sweeper records
+        # an infrastructure failure and submits the job again (it waits for the node).
+        def retried() -> bool:
+            result = JobResult.read(job_dir)
+            return result is not None and result.retries == 1
+
+        wait_for(retried, "the retry after the node failure", sweeper, 240)
+        failed = JobResult.read(job_dir)
+        assert failed.failure_kind == "infrastructure" and "NODE_FAIL" in failed.retry_reasons[0]
+    finally:
+        slurm_env.restart_slurmds()
+    out, _ = sweeper.communicate(timeout=600)
+    assert sweeper.returncode == 0, out[-3000:]
+    assert "infrastructure, retrying" in out
+    result = JobResult.read(job_dir)
+    assert result.status == "completed" and result.steps == 150
+    assert result.retries == 1 and "node failure" in result.retry_reasons[0]
+    assert result.restarts == 1  # the retry resumed from the checkpoint
+    assert train_steps(job_dir) == list(range(1, 151))
+
+
+def test_a_user_error_is_not_retried(slurm_env, tmp_path):
+    sweeper = start_sweep(tmp_path, "task.reward=tests.probes.failing_reward:broken_reward", slow=False)
+    out, _ = sweeper.communicate(timeout=600)
+    assert sweeper.returncode == 1, out[-3000:]
+    result = JobResult.read(next(tmp_path.glob("jobs/*")))
+    assert result.status == "failed" and result.failure_kind == "user" and result.retries == 0
+    assert "retrying" not in out
