@@ -577,8 +577,8 @@ class LocalSlurm:
             "MpiDefault=none",
             "KillWait=5",
             # A node whose slurmd stops answering is declared down (its jobs: NODE_FAIL) after
-            # 20 s, not SLURM's default 300 s: node failures can be tried out here.
-            "SlurmdTimeout=20",
+            # 30 s, not SLURM's default 300 s: node failures can be tried out here.
+            "SlurmdTimeout=30",
             "MinJobAge=3600",
             "MaxArraySize=1001",
             "SchedulerParameters=batch_sched_delay=0,sched_interval=1,bf_interval=1",

@@ -41,6 +41,7 @@ _INFRASTRUCTURE = {
     "OUT_OF_MEMORY": "killed for memory (SLURM state OUT_OF_MEMORY)",
     "PREEMPTED": "preempted (SLURM state PREEMPTED)",
 }
+_REQUEUE_MAY_FOLLOW = {"TIMEOUT", "PREEMPTED"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class SlurmSettings:
     poll_interval_s: float = 2.0
     max_array_size: int | None = None  # tasks per array; the cluster's MaxArraySize caps it anyway
     submit_interval_s: float = 0.5  # at least this long between two submissions (sbatch calls)
+    requeue_grace_s: float = 30.0  # how long TIMEOUT/PREEMPTED must stay to mean the job ended
 
 
 def record_job_id(job_dir: Path, job_id: str) -> None:
@@ -83,6 +85,7 @@ class SlurmLauncher:
         os.environ.update(settings.env)  # sbatch/sacct read SLURM_CONF from here
         self._last_poll = 0.0
         self._last_submit = 0.0
+        self._ending: dict[str, float] = {}  # job id -> when a state a requeue may follow was first seen
 
     def executor(
         self, request: LaunchRequest, folder: Path | None = None, name: str | None = None, after: str | None = None
@@ -217,6 +220,14 @@ class SlurmLauncher:
             self._last_poll = now
             job.watcher.update()  # one sacct call for every job of this watcher
         state = job.watcher.get_state(job.job_id, mode="standard")
+        if state in _REQUEUE_MAY_FOLLOW:
+            # submitit requeues a timed-out job and SLURM a preempted one: sacct shows the
+            # state for a moment before PENDING. Only a state that stays is the end.
+            first_seen = self._ending.setdefault(job.job_id, now)
+            if now - first_seen < self.settings.requeue_grace_s:
+                return JobStatus(JobState.RUNNING, detail=f"{job.job_id} {state} (a requeue may follow)")
+        else:
+            self._ending.pop(job.job_id, None)
         if state in _ENDED or state in _INFRASTRUCTURE:
             code = 0 if state == "COMPLETED" else 1
             return JobStatus(JobState.FINISHED, returncode=code, detail=state, failure=_INFRASTRUCTURE.get(state))

@@ -11,12 +11,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import submitit
 
 from rllm_sweeps.runtime import job_ray
+
+STOP_TIMEOUT_S = 60  # for the training process to reach a step boundary and save
 
 
 class TrainCommand(submitit.helpers.Checkpointable):
@@ -47,10 +50,25 @@ class TrainCommand(submitit.helpers.Checkpointable):
         return code
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> submitit.helpers.DelayedSubmission:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)  # the loop checkpoints at the next step
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        # Runs in submitit's signal handler, which interrupted `self.process.wait()` in
+        # __call__: that frame holds Popen's wait lock, so Popen.wait/poll here could not reap
+        # the child and would block for the whole timeout. Watch /proc instead.
+        if self.process is not None:
+            pid = self.process.pid
+            if not _exited(pid):
+                os.kill(pid, signal.SIGTERM)  # the loop checkpoints at the next step boundary
+                deadline = time.monotonic() + STOP_TIMEOUT_S
+                while not _exited(pid) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                if not _exited(pid):
+                    os.kill(pid, signal.SIGKILL)
         return submitit.helpers.DelayedSubmission(TrainCommand(self.argv, self.env, self.log))
+
+
+def _exited(pid: int) -> bool:
+    """The process is gone or a zombie (exited, not yet reaped by the interrupted wait)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] == "Z"

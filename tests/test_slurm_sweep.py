@@ -159,8 +159,9 @@ def test_scontrol_requeue_after_a_checkpoint_resumes_with_continuous_metrics_and
         assert sweeper.poll() is None and time.monotonic() < deadline, sweeper.stdout.read()[-3000:]
         time.sleep(0.2)
     job_dir = next(tmp_path.glob("jobs/*"))
-    [job] = [j for j in sacct_jobs("rllm-", since) if j["name"] == f"rllm-{job_dir.name}"]
-    subprocess.run(["scontrol", "requeue", job["id"]], check=True)
+    job_id = (job_dir / "slurm_job_id").read_text().strip()
+    assert [j["state"] for j in sacct_jobs("rllm-", since) if j["id"] == job_id] == ["RUNNING"]
+    subprocess.run(["scontrol", "requeue", job_id], check=True)
     out, _ = sweeper.communicate(timeout=600)
     assert sweeper.returncode == 0, out[-3000:]
     result = JobResult.read(job_dir)

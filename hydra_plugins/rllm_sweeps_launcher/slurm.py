@@ -27,6 +27,7 @@ class SlurmLauncherConf:
     poll_interval_s: float = 2.0  # sacct at most this often
     max_array_size: Optional[int] = None  # noqa: UP045  tasks per array (the cluster's MaxArraySize caps it)
     submit_interval_s: float = 0.5  # at least this long between two sbatch calls
+    requeue_grace_s: float = 30.0  # TIMEOUT/PREEMPTED must stay this long to mean the job ended
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="slurm", node=SlurmLauncherConf, provider="rllm-sweeps")
