@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -93,7 +94,8 @@ def job_overheads(sweep_dir: Path, env: dict[str, str], prefix: list[str] | None
 
 def submitit_job_overheads(sweep_dir: Path, env: dict[str, str]) -> list[tuple[float, float]]:
     """The same for hydra-submitit-launcher's jobs (SWEEP/N, SLURM ids in SWEEP/.submitit/ID_N)."""
-    ids = {p.name.rsplit("_", 1)[1]: p.name for p in (sweep_dir / ".submitit").glob("*_*")}
+    tasks = [p.name for p in (sweep_dir / ".submitit").iterdir() if re.fullmatch(r"\d+_\d+", p.name)]
+    ids = {name.rsplit("_", 1)[1]: name for name in tasks}
     starts = sacct_starts(list(ids.values()), env, [])
     out = []
     for num, job_id in sorted(ids.items()):
