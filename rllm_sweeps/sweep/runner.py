@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
-from rllm_sweeps.results import COMPLETED, FAILED, JOBS_DIR, PRUNED, RESULT_FILE, JobResult
+from rllm_sweeps.results import COMPLETED, FAILED, JOBS_DIR, PRUNED, RESULT_FILE, RUNNING, JobResult
 from rllm_sweeps.sweep.plan import Plan, PlannedJob
 from rllm_sweeps.sweep.spec import Metric
 from rllm_sweeps.trackers import clock
@@ -216,7 +216,7 @@ class SweepRunner:
         self.durations.append(time.monotonic() - entry.started)
         job_dir = entry.run.job_dir
         result = JobResult.read(job_dir)
-        if result is None or result.status == "running":
+        if result is None or result.status == RUNNING:
             result = self.record_crash(entry.run, status)
         if status.failure and result.status == FAILED:
             # The scheduler knows better than the job why it died (node failure, memory).
