@@ -42,6 +42,9 @@ _INFRASTRUCTURE = {
     "PREEMPTED": "preempted (SLURM state PREEMPTED)",
 }
 _REQUEUE_MAY_FOLLOW = {"TIMEOUT", "PREEMPTED"}
+# Ended states after which SLURM itself requeues a batch job (JobRequeue=1, its default): sacct
+# may show them for only a moment before PENDING, so a RUNNING -> PENDING job is asked about.
+_REQUEUED_BY_SLURM = {"NODE_FAIL", "BOOT_FAIL"}
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class SlurmLauncher:
         self._last_poll = 0.0
         self._last_submit = 0.0
         self._ending: dict[str, float] = {}  # job id -> when a state a requeue may follow was first seen
+        self._running: set[str] = set()  # job ids seen RUNNING (back to PENDING means a requeue)
 
     def executor(
         self, request: LaunchRequest, folder: Path | None = None, name: str | None = None, after: str | None = None
@@ -220,6 +224,16 @@ class SlurmLauncher:
             self._last_poll = now
             job.watcher.update()  # one sacct call for every job of this watcher
         state = job.watcher.get_state(job.job_id, mode="standard")
+        if state == "RUNNING":
+            self._running.add(job.job_id)
+        elif state == "PENDING" and job.job_id in self._running:
+            self._running.discard(job.job_id)
+            ended = self.last_ended_state(job.job_id)
+            if ended in _REQUEUED_BY_SLURM:
+                # SLURM requeued the job after its node failed. The sweeper decides about retries
+                # (counted, recorded, bounded by max_retries), so this counts as the end.
+                failure = f"{_INFRASTRUCTURE[ended]}, requeued by SLURM"
+                return JobStatus(JobState.FINISHED, returncode=1, detail=ended, failure=failure)
         if state in _REQUEUE_MAY_FOLLOW:
             # submitit requeues a timed-out job and SLURM a preempted one: sacct shows the
             # state for a moment before PENDING. Only a state that stays is the end.
@@ -232,6 +246,14 @@ class SlurmLauncher:
             code = 0 if state == "COMPLETED" else 1
             return JobStatus(JobState.FINISHED, returncode=code, detail=state, failure=_INFRASTRUCTURE.get(state))
         return JobStatus(JobState.PENDING if state == "PENDING" else JobState.RUNNING, detail=f"{job.job_id} {state}")
+
+    def last_ended_state(self, job_id: str) -> str | None:
+        """How the job's latest finished incarnation ended (sacct keeps one record per requeue)."""
+        args = ["sacct", "--duplicates", "--allocations", "--noheader", "--parsable2", "-o", "State", "-j", job_id]
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        states = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
+        ended = [s for s in states if s not in ("PENDING", "RUNNING", "REQUEUING", "REQUEUE_HOLD")]
+        return ended[-1] if ended else None
 
     def cancel(self, job: submitit.Job) -> None:
         job.cancel(check=False)

@@ -76,7 +76,11 @@ def test_a_job_longer_than_its_time_limit_is_checkpointed_requeued_and_finishes(
 
 
 def test_a_job_whose_node_daemon_dies_is_reported_as_an_infrastructure_failure_and_retried(slurm_env, tmp_path):
-    sweeper = start_sweep(tmp_path, "trainer.total_batches=150", "trainer.save_freq=5")
+    # Polled every 10 s: SLURM requeues the job itself moments after NODE_FAIL, and the sweeper
+    # must notice the failure even when it never sees that state.
+    sweeper = start_sweep(
+        tmp_path, "trainer.total_batches=150", "trainer.save_freq=5", "hydra.launcher.poll_interval_s=10"
+    )
     wait_for(lambda: list(tmp_path.glob("jobs/*/checkpoints/latest")), "a first checkpoint", sweeper, 300)
     job_dir = next(tmp_path.glob("jobs/*"))
     slurm_env.kill_slurmd("n1")
