@@ -27,7 +27,7 @@ run: setup
 # The tests bring the local SLURM cluster up (and down) themselves; its packages
 # are installed here when missing (needs root, as in CI).
 test: setup slurm-deps
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q --durations=15 $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .
