@@ -14,7 +14,7 @@ import pytest
 from slurm_fixtures import SUBNET, LocalSlurm
 from test_slurm_sweep import QUICK
 
-from rllm_sweeps.results import JobResult
+from rllm_sweeps.results import JobResult, read_metrics
 from rllm_sweeps.runtime.job_ray import JOIN_TIMEOUT_S
 from rllm_sweeps.runtime.ray_cluster import pid_alive
 
@@ -22,36 +22,66 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
 
-def run_two_node_job(cluster: LocalSlurm, sweep_dir: Path, *overrides: str) -> tuple[str, Path]:
-    """One job with resources.nodes=2 through the SLURM launcher; (output and logs, job dir)."""
+def start_two_node_job(cluster: LocalSlurm, sweep_dir: Path, *overrides: str) -> subprocess.Popen:
+    """A sweep of one job with resources.nodes=2 through the SLURM launcher, running."""
     # The sweeper (a SLURM client) runs where it reaches the controller; conf/cluster/local.yaml
     # points the job at this cluster's slurm.conf through RLLM_SWEEPS_SLURM_BASE.
     env = {**cluster.client_env(), "RLLM_SWEEPS_SLURM_BASE": str(cluster.base), "PYTHONPATH": str(REPO)}
     argv = [sys.executable, str(REPO / "train.py"), "-m", *QUICK, "resources.nodes=2", *overrides]
     argv += ["cluster=local", f"hydra.sweep.dir={sweep_dir}"]
-    proc = subprocess.run(
-        cluster.client_prefix() + argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+    return subprocess.Popen(
+        cluster.client_prefix() + argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
+
+
+def job_output(out: str, sweep_dir: Path) -> tuple[str, Path]:
+    """(the sweeper's output and the job's logs, the job directory) of a one-job sweep."""
     job_dirs = list(sweep_dir.glob("jobs/*"))
-    assert len(job_dirs) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert len(job_dirs) == 1, out[-3000:]
     job_dir = job_dirs[0]
     logs = "".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(job_dir.glob("*.log")))
-    return proc.stdout[-3000:] + proc.stderr[-3000:] + logs, job_dir
+    return out[-3000:] + logs, job_dir
 
 
-def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_leaves_no_ray_process(
+def run_two_node_job(cluster: LocalSlurm, sweep_dir: Path, *overrides: str) -> tuple[str, Path]:
+    """One job with resources.nodes=2, run to its end; (output and logs, job dir)."""
+    out, _ = start_two_node_job(cluster, sweep_dir, *overrides).communicate(timeout=900)
+    return job_output(out, sweep_dir)
+
+
+def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_a_requeue_resumes_it_on_a_fresh_one(
     local_slurm_netns: LocalSlurm, tmp_path: Path
 ) -> None:
-    out, job_dir = run_two_node_job(local_slurm_netns, tmp_path, "skyrl.jax.use_ray=true")
+    # One job, requeued (`scontrol requeue`, as on preemption) after its first checkpoint.
+    cluster = local_slurm_netns
+    sweeper = start_two_node_job(
+        cluster, tmp_path, "skyrl.jax.use_ray=true", "trainer.total_batches=6", "trainer.save_freq=2"
+    )
+    deadline = time.monotonic() + 300
+    while not list(tmp_path.glob("jobs/*/checkpoints/latest")) or not list(tmp_path.glob("jobs/*/ray-worker-1.json")):
+        assert sweeper.poll() is None and time.monotonic() < deadline, sweeper.stdout.read()[-3000:]
+        time.sleep(0.2)
+    job_dir = next(tmp_path.glob("jobs/*"))
+    first_head = json.loads((job_dir / "ray.json").read_text())
+    first_worker = json.loads((job_dir / "ray-worker-1.json").read_text())
+    job_id = (job_dir / "slurm_job_id").read_text().strip()
+    cluster.run_client(["scontrol", "requeue", job_id], check=True)
+
+    out, job_dir = job_output(sweeper.communicate(timeout=900)[0], tmp_path)
+    assert sweeper.returncode == 0, out
     result = JobResult.read(job_dir)
-    assert result is not None and result.status == "completed" and result.steps == 2, out
+    assert result.status == "completed" and result.steps == 6 and result.restarts == 1, out
     assert result.backend == "RayJaxBackend" and result.processes == 2
     assert result.nodes == 2  # counted in the Ray cluster, not copied from resources.nodes
+    # Resumed from the checkpoint: every step once, in order.
+    assert [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"] == list(range(1, 7))
 
-    # ONE Ray cluster: the head on n1 and a worker on n2 that joined the head's address, each
-    # node at its own address on the namespaces' subnet.
+    # ONE Ray cluster per attempt: the head on n1 and a worker on n2 that joined this attempt's
+    # head (the token is job id + restart count, so never the first attempt's), each node at its
+    # own address on the namespaces' subnet.
     head = json.loads((job_dir / "ray.json").read_text())
     worker = json.loads((job_dir / "ray-worker-1.json").read_text())
+    assert first_head["token"] == f"{job_id}.0" and head["token"] == f"{job_id}.1", (first_head, head)
     assert head["nodes"] == 2 and len(set(head["node_addresses"])) == 2, head
     subnet = ipaddress.ip_network(f"{SUBNET}.0/24")
     assert all(ipaddress.ip_address(a) in subnet for a in head["node_addresses"]), head
@@ -62,9 +92,11 @@ def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_leaves_no_
     # RayJaxBackend's two JAX processes ran one on each node.
     assert sorted(head["process_nodes"]) == sorted(head["node_addresses"]), head
 
-    # Afterwards no process of that cluster remains, on either node (same host: /proc shows all).
+    # Afterwards no Ray process of either attempt remains, on either node (same host: /proc
+    # shows all).
     assert head["pids"] and worker["pids"]
-    left = [pid for pid in head["pids"] + worker["pids"] if pid_alive(pid)]
+    pids = first_head["pids"] + first_worker["pids"] + head["pids"] + worker["pids"]
+    left = [pid for pid in pids if pid_alive(pid)]
     assert not left, f"Ray processes still running: {left}"
 
 
