@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from slurm_fixtures import SUBNET, LocalSlurm
+from test_slurm_failures import wait_for
 from test_slurm_sweep import QUICK
 
 from rllm_sweeps.results import JobResult, read_metrics
@@ -57,10 +58,11 @@ def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_a_requeue_
     sweeper = start_two_node_job(
         cluster, tmp_path, "skyrl.jax.use_ray=true", "trainer.total_batches=6", "trainer.save_freq=2"
     )
-    deadline = time.monotonic() + 300
-    while not list(tmp_path.glob("jobs/*/checkpoints/latest")) or not list(tmp_path.glob("jobs/*/ray-worker-1.json")):
-        assert sweeper.poll() is None and time.monotonic() < deadline, sweeper.stdout.read()[-3000:]
-        time.sleep(0.2)
+
+    def checkpointed_with_worker() -> bool:
+        return any(tmp_path.glob("jobs/*/checkpoints/latest")) and any(tmp_path.glob("jobs/*/ray-worker-1.json"))
+
+    wait_for(checkpointed_with_worker, "a first checkpoint with the worker joined", sweeper, 300)
     job_dir = next(tmp_path.glob("jobs/*"))
     first_head = json.loads((job_dir / "ray.json").read_text())
     first_worker = json.loads((job_dir / "ray-worker-1.json").read_text())
