@@ -26,7 +26,12 @@ def test_the_shipped_example_runs_12_trials_3_at_a_time_as_slurm_jobs_and_its_st
     CPUs, so SLURM runs two of the three at once and queues the third."""
     since = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
     proc = subprocess.run(
-        sweep_cmd(tmp_path, *SLURM_SHORT, "cluster=local"), cwd=REPO, env=env(), capture_output=True, text=True
+        sweep_cmd(tmp_path, *SLURM_SHORT, "cluster=local"),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     study = load_study(tmp_path)

@@ -72,7 +72,8 @@ def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_a_requeue_
     out, job_dir = job_output(sweeper.communicate(timeout=900)[0], tmp_path)
     assert sweeper.returncode == 0, out
     result = JobResult.read(job_dir)
-    assert result.status == "completed" and result.steps == 6 and result.restarts == 1, out
+    assert result is not None and result.status == "completed" and result.steps == 6, out
+    assert result.restarts == 1, out
     assert result.backend == "RayJaxBackend" and result.processes == 2
     assert result.nodes == 2  # counted in the Ray cluster, not copied from resources.nodes
     # Resumed from the checkpoint: every step once, in order.
