@@ -35,11 +35,6 @@ class KeyMapping:
     def is_identity(self) -> bool:
         return self.to_native is None
 
-    @property
-    def engines(self) -> tuple[str, ...]:
-        """Engines that read the native key."""
-        return ("jax",) if self.native.startswith("skyrl.jax.") else ("fsdp", "megatron")
-
     def native_value(self, common_value: Any) -> Any:
         return common_value if self.to_native is None else self.to_native(common_value)
 
@@ -64,6 +59,25 @@ _ESTIMATORS = {
     "reinforce_plus_plus_baseline": "reinforce++",
 }
 _ESTIMATORS_BACK = {"grpo": "grpo", "rloo": "rloo", "reinforce++": "reinforce_plus_plus_baseline"}
+
+# The loop's loss names (Tinker's) -> SkyRL's policy_loss_type: Tinker's "ppo" is SkyRL's
+# clipped "regular" loss; every other name is the same in both (cispo, importance_sampling, gspo, ...).
+_LOSSES = {"ppo": "regular"}
+_LOSSES_BACK = {v: k for k, v in _LOSSES.items()}
+
+# skyrl.engine -> SkyRL's trainer.strategy. The JAX engine never reads the strategy: it keeps
+# SkyRL's default there, so the native tree stays one that SkyRL accepts.
+_STRATEGIES = {"jax": "fsdp", "fsdp": "fsdp", "megatron": "megatron"}
+
+
+def _strategy_to_engine(strategy: Any) -> Any:
+    # SkyRL renamed fsdp2 to fsdp (validate_cfg says so); other unknown strategies come back
+    # unchanged and validation names the engines there are.
+    return "fsdp" if strategy == "fsdp2" else strategy
+
+
+def _engine_to_strategy(engine: Any) -> Any:
+    return _STRATEGIES.get(engine, engine)
 
 # rLLM's loss aggregation names (verl's spelling) -> SkyRL's loss_reduction names.
 _LOSS_AGG = {
@@ -160,11 +174,25 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     KeyMapping("algorithm.kl_beta", _T + "trainer.algorithm.kl_loss_coef", "KL loss coefficient"),
     KeyMapping("algorithm.use_kl_loss", _T + "trainer.algorithm.use_kl_loss", "KL loss against the reference"),
     KeyMapping(
+        "algorithm.loss_fn",
+        _T + "trainer.algorithm.policy_loss_type",
+        "policy loss",
+        to_native=_lookup(_LOSSES, "loss"),
+        to_common=_lookup(_LOSSES_BACK, "loss"),
+    ),
+    KeyMapping(
         "algorithm.loss_agg_mode",
         _T + "trainer.algorithm.loss_reduction",
         "loss aggregation over tokens",
         to_native=_lookup(_LOSS_AGG, "loss_agg"),
         to_common=_lookup(_LOSS_AGG_BACK, "loss_agg"),
+    ),
+    KeyMapping(
+        "skyrl.engine",
+        _T + "trainer.strategy",
+        "SkyRL's trainer strategy (the jax engine keeps SkyRL's default)",
+        to_native=_engine_to_strategy,
+        to_common=_strategy_to_engine,
     ),
     KeyMapping("resources.nodes", _T + "trainer.placement.policy_num_nodes", "nodes per job"),
     KeyMapping(
@@ -178,6 +206,7 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
 
 BY_NATIVE: dict[str, KeyMapping] = {m.native: m for m in KEY_MAPPINGS}
 NATIVE_ESTIMATORS = _ESTIMATORS
+NATIVE_LOSS_NAMES = _LOSSES  # the loop's loss names that SkyRL spells differently
 LOSS_AGG_MODES = tuple(_LOSS_AGG)
 LR_SCHEDULES = tuple(_SCHEDULES)
 
@@ -241,7 +270,7 @@ def reconcile(cfg: DictConfig, explicit: set[str]) -> Reconciliation:
         except ValueError as err:
             conflicts.append(f"{mapping.native}={native_value!r} disagrees with {mapping.common}: {err}")
             continue
-        if mapping.common in explicit:
+        if mapping.common in explicit and wanted != common_value:
             conflicts.append(
                 f"{mapping.common}={common_value!r} and {mapping.native}={native_value!r} set the same "
                 f"setting to different values; set only {mapping.common}"

@@ -36,7 +36,7 @@ def finalize(cfg: DictConfig, overrides: Iterable[str], where: str = "", notify:
     if not issues:
         # A bad value that came in through a native name is reported under both names.
         origin = {common: f" (set through {native}={value!r})" for common, native, value in result.adopted}
-        issues = [ConfigIssue(i.key, i.message + origin.get(i.key, "")) for i in validate(cfg)]
+        issues = [ConfigIssue(i.key, i.message + origin.get(i.key, "")) for i in validate(cfg, explicit)]
     if issues:
         raise ConfigError(issues, where)
     for common, native, _ in result.adopted:

@@ -17,6 +17,7 @@ import os
 import traceback
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +27,9 @@ from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.rules import CROSS_RULES, LOGGERS, RULES
 from rllm_sweeps.keymap import KEY_MAPPINGS
 
-# Enums SkyRL 0.4.0 lets through validate_cfg and only trips over at run time.
+# Enums SkyRL 0.4.0 lets through validate_cfg and only trips over at run time
+# (the trainer strategy is skyrl.engine's native name: rules.py checks it there).
 NATIVE_ENUMS: dict[str, tuple[str, ...]] = {
-    "trainer.strategy": ("fsdp", "fsdp2", "megatron"),
     "trainer.logger": ("wandb", "mlflow", "swanlab", "tensorboard", "console"),
     "generator.inference_engine.backend": ("vllm",),
     "trainer.algorithm.kl_estimator_type": ("k1", "k2", "k3", "abs"),
@@ -69,18 +70,24 @@ def _get(tree: dict[str, Any], key: str) -> Any:
     return node
 
 
-def validate(cfg: DictConfig) -> list[ConfigIssue]:
-    """All problems of a composed and reconciled config (empty list = valid)."""
+def validate(cfg: DictConfig, explicit: Iterable[str] = ()) -> list[ConfigIssue]:
+    """All problems of a composed and reconciled config (empty list = valid).
+
+    `explicit`: the keys the user named; one the chosen engine does not read is an error
+    even at its default value (engines.py)."""
     try:
         plain = OmegaConf.to_container(cfg, resolve=True)
     except Exception as err:  # an interpolation that does not resolve
         return [ConfigIssue("?", f"cannot resolve the config: {err}")]
     with quiet_skyrl():
-        return _validate_plain(plain)
+        return _validate_plain(plain, explicit)
 
 
-def _validate_plain(plain: dict[str, Any]) -> list[ConfigIssue]:
+def _validate_plain(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[ConfigIssue]:
+    from rllm_sweeps.engines import engine_issues
+
     issues = check_common(plain)
+    issues += engine_issues(plain, explicit)
     skyrl = plain.get("skyrl") or {}
     if "train" in skyrl:
         # A bad common key already shows up through its interpolated native keys: say it once.

@@ -48,6 +48,7 @@ from rllm_sweeps.config.validate import (
     check_native_train,
     skyrl_validate_cfg,
 )
+from rllm_sweeps.engines import ENGINE_COMMON_KEYS, engine_issues
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS, RESOLVER, is_planted, reconcile
 
 Path = tuple[str | int, ...]
@@ -198,6 +199,13 @@ def plain_get(tree: Any, key: str) -> Any:
     return node
 
 
+def plain_get_or_none(tree: Any, key: str) -> Any:
+    try:
+        return plain_get(tree, key)
+    except KeyError:
+        return None
+
+
 def value_is_plain(value: Any) -> bool:
     """No dicts (Hydra merges those) and no interpolations (OmegaConf resolves those)."""
     if isinstance(value, str):
@@ -321,9 +329,11 @@ class JobComposer:
         self._group_lines = [o.input_line for o in parsed.groups]
         self._hydra_lines = [o.input_line for o in parsed.hydra]
         self._values = parsed.values
+        self._explicit = frozenset(parsed.explicit_keys)  # named by the user: engines.py refuses unread ones
         self._bases: dict[tuple[str, ...], Base | ConfigError] = {}
         self._group_cfgs: dict[tuple[str, ...], tuple[DictConfig, set[str]] | ConfigError] = {}
         self._native: dict[tuple[str, bool], tuple[list[ConfigIssue], list[ConfigIssue]]] = {}
+        self._engine: dict[tuple[Any, ...], list[ConfigIssue]] = {}
         self.stats = {"fast": 0, "exact": 0, "native_checks": 0}
 
     # -- bases -------------------------------------------------------------------------
@@ -396,7 +406,8 @@ class JobComposer:
                 plain = None
             if plain is not None:
                 self.stats["fast"] += 1
-                issues = self.validate(plain, base, analysis.dirty) if validate else []
+                explicit = self._explicit | keys
+                issues = self.validate(plain, base, analysis.dirty, explicit) if validate else []
                 return JobConfig(plain=plain, issues=issues)
         self.stats["exact"] += 1
         return self._exact(base, settings, overrides, validate)
@@ -462,7 +473,11 @@ class JobComposer:
     # -- validation --------------------------------------------------------------------
 
     def validate(
-        self, plain: dict[str, Any], base: Base | None = None, changed: Iterable[str] = ()
+        self,
+        plain: dict[str, Any],
+        base: Base | None = None,
+        changed: Iterable[str] = (),
+        explicit: Iterable[str] = (),
     ) -> list[ConfigIssue]:
         """validate.validate() of a resolved config: the same issues (the order may differ).
 
@@ -476,7 +491,13 @@ class JobComposer:
         if not isinstance(skyrl, dict):
             return issues
         run_skyrl = not issues
-        key = (json.dumps(skyrl, sort_keys=True, default=repr), run_skyrl)
+        skyrl_json = json.dumps(skyrl, sort_keys=True, default=repr)
+        engine_key = (skyrl_json, json.dumps([plain_get_or_none(plain, k) for k in ENGINE_COMMON_KEYS]))
+        engine_key += (frozenset(explicit),)
+        if engine_key not in self._engine:
+            self._engine[engine_key] = engine_issues(plain, explicit)
+        issues += self._engine[engine_key]
+        key = (skyrl_json, run_skyrl)
         if key not in self._native:
             self.stats["native_checks"] += 1
             train_issues: list[ConfigIssue] = []

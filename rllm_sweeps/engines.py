@@ -1,0 +1,247 @@
+"""Which keys each engine reads, and the check that refuses a key the chosen engine would ignore.
+
+Every engine trains with the same loop (training/loop.py) through SkyRL's AbstractBackend:
+
+- ``jax``: SkyRL's ``JaxBackend`` (``RayJaxBackend`` with ``skyrl.jax.use_ray``). It reads the
+  common keys (those of the loop, ``LoopSettings.CONFIG_KEYS``, and the job's own), the native
+  keys mapped to them (keymap.py), the few native keys the loop reads directly (sampling
+  ``top_k``, CISPO's clip range: the ``skyrl.train.`` entries of ``CONFIG_KEYS``) and
+  ``skyrl.jax.*``.
+- ``fsdp`` / ``megatron``: SkyRL's ``SkyRLTrainBackend``, whose overrides are the whole
+  composed ``skyrl.train`` tree (training/skyrl_train_backend.py), plus the common keys.
+
+A key is *set* when the user named it (command line, sweep file, sweep dimension) or when its
+value differs from its default. A set key that the chosen engine does not read is an error
+that names the key, the engine and the engines that do read it: a sweep over such a key would
+otherwise run identical jobs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from rllm_sweeps.config.validate import ConfigIssue
+from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
+
+ENGINES = ("jax", "fsdp", "megatron")
+GPU_TRAINER = ("fsdp", "megatron")
+TRAIN_PREFIX = "skyrl.train."
+JAX_PREFIX = "skyrl.jax."
+
+# Common keys that some engine cannot honour, with the reason (every other common key is read
+# by the loop or the job on every engine).
+NOT_READ: dict[str, tuple[tuple[str, ...], str]] = {
+    "trainer.max_grad_norm": (("jax",), "SkyRL's JAX backend has no gradient clipping"),
+    "trainer.adam_eps": (
+        GPU_TRAINER,
+        "SkyRL's trainer builds AdamW with torch's eps (1e-8) and takes only the lr at each step",
+    ),
+}
+
+# The common keys engine_issues() reads besides skyrl.* (a cache of its answers keys on them).
+ENGINE_COMMON_KEYS = ("skyrl.engine", "algorithm.loss_fn", *NOT_READ)
+
+# What SkyRL's Tinker-mode builder (_build_skyrl_train_config) sets whatever the overrides say,
+# relative to skyrl.train, with why the loop cannot honour another value. The policy's
+# scheduler is not here: the loop computes the lr of every step (algorithm.lr_schedule,
+# algorithm.warmup_steps_ratio) and the backend applies it.
+BUILDER_FORCED: dict[str, tuple[Any, str]] = {
+    "trainer.policy.optimizer_config.num_warmup_steps": (
+        0,
+        "the loop sets the lr of every step; use algorithm.warmup_steps_ratio for a warmup",
+    ),
+    "trainer.critic.optimizer_config.scheduler": ("constant_with_warmup", "the loop trains no critic"),
+    "trainer.critic.optimizer_config.num_warmup_steps": (0, "the loop trains no critic"),
+    "trainer.critic.model.path": (None, "the loop trains no critic (SkyRL sets it to the policy's model)"),
+}
+# SkyRL's builder also turns its KL loss off: rules.py refuses algorithm.use_kl_loss there.
+
+
+def _leaves(tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            yield from _leaves(value, f"{prefix}{key}.")
+    else:
+        yield prefix.rstrip("."), tree
+
+
+def _get(tree: Any, key: str, default: Any = None) -> Any:
+    node = tree
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+@functools.cache
+def loop_native_keys() -> frozenset[str]:
+    """Native keys (full paths) the loop reads directly, besides the mapped ones."""
+    from rllm_sweeps.training.settings import CONFIG_KEYS
+
+    return frozenset(k for k in CONFIG_KEYS.values() if k.startswith(TRAIN_PREFIX))
+
+
+@functools.cache
+def _common_defaults() -> dict[str, Any]:
+    """conf/config.yaml's values (no Hydra: a plain read of the one file that holds them)."""
+    from omegaconf import OmegaConf
+
+    from rllm_sweeps.config.compose import CONF_DIR
+
+    tree = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
+    return {key: _get(tree, key) for key in NOT_READ}
+
+
+@functools.cache
+def _jax_defaults() -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    from rllm_sweeps.config.compose import CONF_DIR
+
+    tree = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "backend" / "skyrl.yaml"))
+    return dict(tree.get("jax") or {})
+
+
+@functools.cache
+def _train_defaults() -> dict[str, Any]:
+    from rllm_sweeps.config.native import skyrl_train_defaults
+
+    return dict(_leaves(skyrl_train_defaults(), ""))
+
+
+def readers(key: str) -> tuple[str, ...]:
+    """The engines that read `key` (a common key, or a native key by its full path)."""
+    if key.startswith(JAX_PREFIX):
+        return ("jax",)
+    if key.startswith(TRAIN_PREFIX):
+        mapping = BY_NATIVE.get(key)
+        if mapping is not None:
+            return readers(mapping.common)  # the loop reads it through its common key
+        return ENGINES if key in loop_native_keys() else GPU_TRAINER
+    if key in NOT_READ:
+        engines, _ = NOT_READ[key]
+        return tuple(e for e in ENGINES if e not in engines)
+    return ENGINES
+
+
+def _unread(engine: str, key: str, value: Any, why: str = "") -> ConfigIssue:
+    others = ", ".join(readers(key)) or "none"
+    because = f" ({why})" if why else ""
+    hint = f"; to use it, choose skyrl.engine={readers(key)[0]}" if readers(key) else ""
+    return ConfigIssue(
+        key,
+        f"{key}={value!r} is not read by skyrl.engine={engine}{because}; the engines that read it: {others}{hint}",
+    )
+
+
+def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[str, Any, bool]]:
+    """(key, value, named by the user) of every key whose readers depend on the engine."""
+    explicit = set(explicit)
+    train = _get(plain, "skyrl.train") or {}
+    defaults = _train_defaults()
+    for rel, value in _leaves(train, ""):
+        key = TRAIN_PREFIX + rel
+        if key in BY_NATIVE:
+            continue  # read through its common key
+        named = any(key == e or key.startswith(e + ".") for e in explicit)
+        if named or value != defaults.get(rel, value):
+            yield key, value, named
+    jax_defaults = _jax_defaults()
+    for rel, value in _leaves(_get(plain, "skyrl.jax") or {}, ""):
+        key = JAX_PREFIX + rel
+        if key in BY_NATIVE:
+            continue
+        named = key in explicit
+        if named or (rel in jax_defaults and value != jax_defaults[rel]):
+            yield key, value, named
+    common = _common_defaults()
+    for key in NOT_READ:
+        value = _get(plain, key)
+        named = key in explicit
+        if named or value != common[key]:
+            yield key, value, named
+
+
+def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[ConfigIssue]:
+    """Keys the chosen engine would not read or would see overridden, each an issue."""
+    engine = _get(plain, "skyrl.engine")
+    if engine not in ENGINES:
+        return []  # rules.py reports the engine itself
+    issues = []
+    for key, value, _named in set_keys(plain, explicit):
+        if engine in readers(key):
+            continue
+        why = NOT_READ[key][1] if key in NOT_READ else ""
+        if not why and key.startswith(TRAIN_PREFIX):
+            why = "it trains with SkyRL's JAX backend; skyrl.train.* is SkyRL's GPU trainer's tree"
+        issues.append(_unread(engine, key, value, why))
+    loss = _get(plain, "algorithm.loss_fn")
+    implemented = traits(engine).losses
+    if isinstance(loss, str) and implemented is not None and loss not in implemented:
+        issues.append(
+            ConfigIssue(
+                "algorithm.loss_fn",
+                f"algorithm.loss_fn={loss!r} is not implemented by skyrl.engine={engine} (it has "
+                f"{', '.join(implemented)}); SkyRL's trainer (skyrl.engine=fsdp or megatron) has every "
+                "policy loss SkyRL registers (gspo, dual_clip, sapo, ...)",
+            )
+        )
+    if engine in GPU_TRAINER:
+        train = _get(plain, "skyrl.train") or {}
+        for rel, (forced, why) in BUILDER_FORCED.items():
+            value = _get(train, rel, forced)
+            if value != forced:
+                key = TRAIN_PREFIX + rel
+                if key in BY_NATIVE:
+                    key = BY_NATIVE[key].common
+                issues.append(
+                    ConfigIssue(
+                        key,
+                        f"{key}={value!r} cannot be honoured by skyrl.engine={engine}: SkyRL's Tinker-mode "
+                        f"trainer sets {TRAIN_PREFIX + rel}={forced!r} ({why})",
+                    )
+                )
+    return issues
+
+
+@dataclass(frozen=True)
+class EngineTraits:
+    """What the loop needs to know of the engine it drives (one per engine, below)."""
+
+    losses: tuple[str, ...] | None  # policy losses it implements; None = every SkyRL policy loss
+    reduces_loss: bool  # applies algorithm.loss_agg_mode itself (SkyRL's trainer does; JAX sums per sequence)
+    loss_config_for: tuple[str, ...]  # losses whose clip range the loop passes in the request
+
+
+@functools.cache
+def jax_losses() -> tuple[str, ...]:
+    """The RL losses SkyRL's JAX backend implements (its LOSS_TYPES, less supervised cross-entropy)."""
+    from skyrl.tinker.types import LOSS_TYPES
+
+    return tuple(name for name in LOSS_TYPES if name != "cross_entropy")
+
+
+def traits(engine: str) -> EngineTraits:
+    if engine == "jax":
+        return EngineTraits(losses=jax_losses(), reduces_loss=False, loss_config_for=jax_losses())
+    # SkyRLTrainBackend turns ppo/gspo clip thresholds into its eps_clip settings; other losses
+    # take their parameters from the skyrl.train tree it was built with.
+    return EngineTraits(losses=None, reduces_loss=True, loss_config_for=("ppo", "gspo"))
+
+
+__all__ = [
+    "BUILDER_FORCED",
+    "ENGINE_COMMON_KEYS",
+    "ENGINES",
+    "GPU_TRAINER",
+    "NOT_READ",
+    "EngineTraits",
+    "engine_issues",
+    "jax_losses",
+    "readers",
+    "traits",
+]
