@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.config.validate import ConfigIssue
-from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
+from rllm_sweeps.keymap import BY_NATIVE
 
 ENGINES = ("jax", "fsdp", "megatron")
 GPU_TRAINER = ("fsdp", "megatron")

@@ -79,6 +79,7 @@ def _strategy_to_engine(strategy: Any) -> Any:
 def _engine_to_strategy(engine: Any) -> Any:
     return _STRATEGIES.get(engine, engine)
 
+
 # rLLM's loss aggregation names (verl's spelling) -> SkyRL's loss_reduction names.
 _LOSS_AGG = {
     "token-mean": "token_mean",
