@@ -37,6 +37,9 @@ def preflight(argv: list[str]) -> None:
             cfg = load_config(args.overrides, where="command line")
             print(OmegaConf.to_yaml(cfg, resolve=args.resolve), end="")
             raise SystemExit(0)
+        if not args.multirun and args.cfg is None:
+            # Every problem before Hydra makes the job's directory (the sweeper checks a sweep's jobs).
+            load_config(args.overrides, where="command line", notify=lambda _: None)
     except ConfigError as err:
         fail(str(err))
 

@@ -9,29 +9,40 @@ from rllm_sweeps.config.validate import ConfigError
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    """Every common key with its SkyRL-native key(s), default and meaning, from the key map."""
+    """Every common key with its SkyRL-native key(s), the engines that read it, default and meaning."""
     from omegaconf import OmegaConf
 
     from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.engines import loop_native_keys, readers
     from rllm_sweeps.keymap import KEY_MAPPINGS
 
     cfg = load_config([], notify=lambda _: None)
-    rows = [("common key", "native key", "default", "meaning")]
+
+    def default(key: str) -> str:
+        value = OmegaConf.select(cfg, key)
+        return repr(OmegaConf.to_container(value) if OmegaConf.is_config(value) else value)
+
+    rows = [("common key", "native key", "engines", "default", "meaning")]
     for m in KEY_MAPPINGS:
-        default = OmegaConf.select(cfg, m.common)
-        if OmegaConf.is_config(default):
-            default = OmegaConf.to_container(default)
-        transform = "" if m.is_identity else f" (via {m.to_native.__name__})"
-        rows.append((m.common, m.native, repr(default), m.meaning + transform))
+        transform = "" if m.is_identity else f" (translated: {m.to_native.__name__})"
+        rows.append((m.common, m.native, ",".join(readers(m.native)), default(m.common), m.meaning + transform))
+    for native in sorted(loop_native_keys()):
+        rows.append(("-", native, ",".join(readers(native)), default(native), "read by the loop (no common name)"))
+    footer = (
+        "Any other skyrl.train.* key is read by skyrl.engine=fsdp|megatron only (SkyRL's trainer), "
+        "skyrl.jax.* by skyrl.engine=jax only; a key the chosen engine does not read is refused."
+    )
     if args.markdown:
         print("| " + " | ".join(rows[0]) + " |")
-        print("|" + "---|" * 4)
+        print("|" + "---|" * len(rows[0]))
         for row in rows[1:]:
             print("| " + " | ".join(f"`{c}`" if i < 2 else c for i, c in enumerate(row)) + " |")
+        print(f"\n{footer}")
         return 0
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
+        print("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + "  " + row[4])
+    print(f"\n{footer}")
     return 0
 
 

@@ -113,6 +113,17 @@ def _train_defaults() -> dict[str, Any]:
     return dict(_leaves(skyrl_train_defaults(), ""))
 
 
+# Where SkyRL's Tinker-mode backend reads its tree (read in skyrl/backends/ of SkyRL 0.4.0): the
+# trainer's workers take trainer.*, the vLLM servers generator.inference_engine.*. The rest of
+# generator.*, environment.* and data.* belongs to SkyRL's own generator and PPO loop, which this
+# project's loop replaces.
+GPU_TRAINER_SUBTREES = ("trainer.", "generator.inference_engine.")
+REPLACED_WHY = (
+    "it belongs to SkyRL's own generator and PPO loop, which this project's loop replaces: "
+    "the data and reward come from task.*, sampling from rollout.*"
+)
+
+
 def readers(key: str) -> tuple[str, ...]:
     """The engines that read `key` (a common key, or a native key by its full path)."""
     if key.startswith(JAX_PREFIX):
@@ -121,20 +132,24 @@ def readers(key: str) -> tuple[str, ...]:
         mapping = BY_NATIVE.get(key)
         if mapping is not None:
             return readers(mapping.common)  # the loop reads it through its common key
-        return ENGINES if key in loop_native_keys() else GPU_TRAINER
+        if key in loop_native_keys():
+            return ENGINES
+        rel = key.removeprefix(TRAIN_PREFIX)
+        return GPU_TRAINER if rel.startswith(GPU_TRAINER_SUBTREES) else ()
     if key in NOT_READ:
         engines, _ = NOT_READ[key]
         return tuple(e for e in ENGINES if e not in engines)
     return ENGINES
 
 
-def _unread(engine: str, key: str, value: Any, why: str = "") -> ConfigIssue:
-    others = ", ".join(readers(key)) or "none"
-    because = f" ({why})" if why else ""
-    hint = f"; to use it, choose skyrl.engine={readers(key)[0]}" if readers(key) else ""
+def _unread(engine: str, key: str, value: Any, why: str) -> ConfigIssue:
+    engines = readers(key)
+    if not engines:
+        return ConfigIssue(key, f"{key}={value!r} is read by no engine of this project ({why})")
     return ConfigIssue(
         key,
-        f"{key}={value!r} is not read by skyrl.engine={engine}{because}; the engines that read it: {others}{hint}",
+        f"{key}={value!r} is not read by skyrl.engine={engine} ({why}); it is read by "
+        f"skyrl.engine={' or '.join(engines)}",
     )
 
 
@@ -175,9 +190,14 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
     for key, value, _named in set_keys(plain, explicit):
         if engine in readers(key):
             continue
-        why = NOT_READ[key][1] if key in NOT_READ else ""
-        if not why and key.startswith(TRAIN_PREFIX):
-            why = "it trains with SkyRL's JAX backend; skyrl.train.* is SkyRL's GPU trainer's tree"
+        if key in NOT_READ:
+            why = NOT_READ[key][1]
+        elif not readers(key):
+            why = REPLACED_WHY
+        elif key.startswith(TRAIN_PREFIX):
+            why = "it trains with SkyRL's JAX backend; skyrl.train.* is the tree of SkyRL's GPU trainer"
+        else:
+            why = "skyrl.jax.* configures SkyRL's JAX backend"
         issues.append(_unread(engine, key, value, why))
     loss = _get(plain, "algorithm.loss_fn")
     implemented = traits(engine).losses

@@ -146,6 +146,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
 
 def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested) -> dict[str, Any]:
     """Ray up, backend, loop; returns the loop's summary. Ray goes down on every exit."""
+    from rllm_sweeps.engines import traits
     from rllm_sweeps.runtime.job_ray import allocation_nodes, job_ray_cluster
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.trackers import make_trackers
@@ -167,7 +168,13 @@ def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopR
             ray_cluster.note(process_nodes=ray_cluster.placement_nodes(backend.pg))
         first_step = 0
         trainer = RLTrainer(
-            settings, backend, task, tokenizer, job_dir / "work", checkpoint_dir=job_dir / CHECKPOINT_DIR
+            settings,
+            backend,
+            task,
+            tokenizer,
+            job_dir / "work",
+            checkpoint_dir=job_dir / CHECKPOINT_DIR,
+            engine=traits(str(cfg.skyrl.engine)),
         )
         if resume_from is not None:
             first_step = trainer.load_checkpoint(resume_from).step
@@ -238,13 +245,21 @@ def ray_node_resources(cfg: DictConfig) -> tuple[int, int]:
 
 
 def build_backend(cfg: DictConfig, settings: Any) -> tuple[Any, Any]:
-    """SkyRL backend for `skyrl.engine` (JaxBackend, or RayJaxBackend with use_ray) + tokenizer."""
+    """SkyRL backend for `skyrl.engine` + the model's tokenizer: JaxBackend (RayJaxBackend with
+    skyrl.jax.use_ray), or SkyRLTrainBackend (FSDP/Megatron + vLLM) built from skyrl.train."""
     from transformers import AutoTokenizer
 
     from rllm_sweeps.models import resolve_model_path
     from rllm_sweeps.training.jax_backend import enable_jax_compilation_cache, make_jax_backend
 
     model_dir = resolve_model_path(str(cfg.model.path), cache_dir())
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    engine = str(cfg.skyrl.engine)
+    if engine != "jax":
+        from rllm_sweeps.training.skyrl_train import make_skyrl_train_backend
+
+        train = OmegaConf.to_container(cfg.skyrl.train, resolve=True)
+        return make_skyrl_train_backend(engine, train, model_dir), tokenizer
     if os.environ.get("RLLM_SWEEPS_JAX_CACHE", "on") != "off":
         # Jobs of a machine share compiled programs: later jobs skip most of the JIT time.
         enable_jax_compilation_cache(cache_dir() / "jax")
@@ -264,8 +279,7 @@ def build_backend(cfg: DictConfig, settings: Any) -> tuple[Any, Any]:
         if all(jax_settings[k] == 1 for k in mesh):
             jax_settings["fully_sharded_data_parallel_size"] = jax_settings["num_processes"]
         ray.init(address=os.environ["RAY_ADDRESS"], logging_level="WARNING", log_to_driver=False)
-    backend = make_jax_backend(model_dir, settings, **sizes, **jax_settings)
-    return backend, AutoTokenizer.from_pretrained(str(model_dir))
+    return make_jax_backend(model_dir, settings, **sizes, **jax_settings), tokenizer
 
 
 def failure_kind(err: BaseException) -> str:

@@ -70,12 +70,24 @@ _LOSSES_BACK = {v: k for k, v in _LOSSES.items()}
 _STRATEGIES = {"jax": "fsdp", "fsdp": "fsdp", "megatron": "megatron"}
 
 
+def _named(name: str) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+    """Give a transform the name `rllm-sweeps keys` shows for it."""
+
+    def rename(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        fn.__name__ = name
+        return fn
+
+    return rename
+
+
+@_named("SkyRL's strategy names")
 def _strategy_to_engine(strategy: Any) -> Any:
     # SkyRL renamed fsdp2 to fsdp (validate_cfg says so); other unknown strategies come back
     # unchanged and validation names the engines there are.
     return "fsdp" if strategy == "fsdp2" else strategy
 
 
+@_named("jax keeps SkyRL's default strategy")
 def _engine_to_strategy(engine: Any) -> Any:
     return _STRATEGIES.get(engine, engine)
 
@@ -93,11 +105,25 @@ _SCHEDULES = {"constant": "constant_with_warmup", "cosine": "cosine_with_warmup"
 _SCHEDULES_BACK = {v: k for k, v in _SCHEDULES.items()}
 
 
-def _logger_to_native(loggers: Any) -> str:
+@_named("first tracker other than console")
+def _loggers_to_native(loggers: Any) -> str:
     """rLLM takes a list of trackers; SkyRL one. The first non-console one wins."""
     items = [loggers] if isinstance(loggers, str) else list(loggers or [])
     others = [x for x in items if x != "console"]
     return others[0] if others else "console"
+
+
+def _logger_to_common(logger: Any) -> list[Any]:
+    return [logger]
+
+
+@_named("0 GPUs -> 1")
+def _gpus_to_native(gpus: Any) -> Any:
+    return max(1, gpus) if isinstance(gpus, int) else gpus
+
+
+def _gpus_to_common(gpus: Any) -> Any:
+    return gpus
 
 
 def _lookup(table: dict[str, str], what: str) -> Callable[[Any], Any]:
@@ -105,7 +131,7 @@ def _lookup(table: dict[str, str], what: str) -> Callable[[Any], Any]:
         # Unknown values pass through unchanged; validation reports them with the allowed set.
         return table.get(value, value)
 
-    convert.__name__ = f"{what}_names"
+    convert.__name__ = f"{what} names"
     return convert
 
 
@@ -126,6 +152,11 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
         "data.max_response_length",
         _T + "generator.sampling_params.max_generate_length",
         "tokens sampled per response",
+    ),
+    KeyMapping(
+        "data.max_response_length",
+        _T + "generator.eval_sampling_params.max_generate_length",
+        "tokens sampled per validation response",
     ),
     KeyMapping("rollout.n", _T + "generator.n_samples_per_prompt", "samples per prompt (group size)"),
     KeyMapping("rollout.n_val", _T + "generator.eval_n_samples_per_prompt", "samples per validation prompt"),
@@ -157,8 +188,8 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
         "trainer.logger",
         _T + "trainer.logger",
         "trackers (SkyRL takes one: the first non-console)",
-        to_native=_logger_to_native,
-        to_common=lambda v: [v],
+        to_native=_loggers_to_native,
+        to_common=_logger_to_common,
     ),
     KeyMapping(
         "algorithm.adv_estimator",
@@ -200,8 +231,8 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
         "resources.gpus_per_node",
         _T + "trainer.placement.policy_num_gpus_per_node",
         "GPUs per node (0 = CPU; SkyRL's placement needs >= 1)",
-        to_native=lambda gpus: max(1, gpus) if isinstance(gpus, int) else gpus,
-        to_common=lambda gpus: gpus,
+        to_native=_gpus_to_native,
+        to_common=_gpus_to_common,
     ),
 )
 

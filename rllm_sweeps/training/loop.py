@@ -1,13 +1,13 @@
-"""Single-turn RL loop against SkyRL's ``AbstractBackend`` (JAX on CPU, one GPU, Ray, FSDP).
+"""Single-turn RL loop against SkyRL's ``AbstractBackend`` (JAX on CPU, one GPU, Ray; FSDP/Megatron).
 
 One training step, top to bottom (:meth:`RLTrainer.train_step`):
 
 1. take ``data.train_batch_size`` prompts (a fixed shuffle per epoch, a pure
    function of ``trainer.seed`` and the step: no hidden RNG state);
 2. ``backend.sample``: ``rollout.n`` responses per prompt, at most
-   ``data.max_response_length`` tokens, ``rollout.train.{temperature,top_p}``,
-   stopping at the tokenizer's end-of-turn token; the sampler returns the
-   sampled tokens' logprobs;
+   ``data.max_response_length`` tokens, ``rollout.train.{temperature,top_p}``
+   and SkyRL's ``generator.sampling_params.top_k``, stopping at the tokenizer's
+   end-of-turn token; the sampler returns the sampled tokens' logprobs;
 3. the task's reward function scores each response;
 4. one advantage per response from its group of ``rollout.n``
    (``algorithm.adv_estimator``), broadcast over the response tokens; with
@@ -16,9 +16,11 @@ One training step, top to bottom (:meth:`RLTrainer.train_step`):
    folded into the advantage, as Tinker does; the base model is an untrained
    second LoRA adapter, one extra ``backend.forward`` per mini batch);
 5. per optimizer mini batch (``trainer.mini_batch_size`` prompts):
-   ``backend.forward_backward`` with loss ``importance_sampling`` or ``ppo``
-   (clip ``1 - eps_clip`` .. ``1 + eps_clip_high``), then ``backend.optim_step``
-   (Adam with ``trainer.lr`` at this step's schedule, betas, weight decay);
+   ``backend.forward_backward`` with loss ``algorithm.loss_fn`` (``ppo``: clip
+   ``1 - eps_clip`` .. ``1 + eps_clip_high``; ``cispo``: SkyRL's CISPO clip range;
+   ``importance_sampling``; on SkyRL's GPU trainer any SkyRL policy loss, with
+   its parameters from ``skyrl.train``), then ``backend.optim_step`` (Adam with
+   ``trainer.lr`` at this step's schedule, betas, weight decay);
 6. ``backend.save_sampler_checkpoint``: the sampler uses the new weights next.
 
 Validation (:meth:`RLTrainer.validate`) samples ``rollout.n_val`` responses per
@@ -26,8 +28,9 @@ val prompt at ``rollout.val.temperature`` (0 = greedy) and reports the mean
 reward; it runs before training (``trainer.val_before_train``), every
 ``trainer.test_freq`` steps and after the last step.
 
-Loss aggregation. SkyRL's losses average each sequence over its own tokens, then
-average sequences (``seq-mean-token-mean``). The other ``algorithm.loss_agg_mode``
+Loss aggregation. SkyRL's GPU trainer applies ``algorithm.loss_agg_mode`` itself (its
+``loss_reduction``). SkyRL's JAX losses average each sequence over its own tokens, then
+average sequences (``seq-mean-token-mean``); there the other ``algorithm.loss_agg_mode``
 values are obtained by scaling each response's per-token advantages by a
 positive factor (exact for both losses, because they are linear in the
 advantage up to a positive factor): ``token-mean`` by ``n_i * B / N`` (``n_i``
@@ -55,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from rllm_sweeps.engines import EngineTraits, traits
 from rllm_sweeps.tasks.base import Task
 from rllm_sweeps.training.advantages import compute_advantages
 from rllm_sweeps.training.settings import LoopSettings
@@ -119,6 +123,8 @@ class RLTrainer:
         checkpoint_dir: if set, checkpoints go to ``checkpoint_dir/step_<k>`` every
             ``trainer.save_freq`` steps and after the last step; ``latest`` names
             the newest complete one.
+        engine: what the backend's engine does itself (``rllm_sweeps.engines.traits``;
+            default: SkyRL's JAX backend).
     """
 
     def __init__(
@@ -132,8 +138,10 @@ class RLTrainer:
         model_id: str = "policy",
         hooks: LoopHooks | None = None,
         checkpoint_dir: str | os.PathLike | None = None,
+        engine: EngineTraits | None = None,
     ) -> None:
         self.settings = settings
+        self.engine = engine or traits("jax")
         self.backend = backend
         self.task = task
         self.tokenizer = tokenizer
@@ -212,7 +220,7 @@ class RLTrainer:
         # 1-3. Sample rollout.n responses per prompt and score them.
         seeds = _seeds(s.seed, _SEED_TRAIN_SAMPLING, step, len(examples) * s.n)
         rollouts, n_truncated = self._sample(
-            "train", examples, s.n, s.temperature, s.top_p, seeds, first_index=self._data_index(step)
+            "train", examples, s.n, (s.temperature, s.top_p, s.top_k), seeds, first_index=self._data_index(step)
         )
         t_sample = time.perf_counter() - t0
         t1 = time.perf_counter()
@@ -305,7 +313,8 @@ class RLTrainer:
         for start in range(0, len(val), s.val_batch_size):
             chunk = val[start : start + s.val_batch_size]
             seeds = seeds_all[start * s.n_val : (start + len(chunk)) * s.n_val]
-            rollouts, _ = self._sample("val", chunk, s.n_val, s.val_temperature, s.val_top_p, seeds, start)
+            sampling = (s.val_temperature, s.val_top_p, s.val_top_k)
+            rollouts, _ = self._sample("val", chunk, s.n_val, sampling, seeds, start)
             self._score(chunk, rollouts)
             rewards += [r.reward for r in rollouts]
             lengths += [len(r.response_ids) for r in rollouts]
@@ -386,13 +395,14 @@ class RLTrainer:
         split: str,
         examples: Sequence[dict],
         n: int,
-        temperature: float,
-        top_p: float,
+        sampling: tuple[float, float, int],
         seeds: Sequence[int],
         first_index: int,
     ) -> tuple[list[Rollout], int]:
+        """``n`` responses per example at ``sampling`` = (temperature, top_p, top_k)."""
         from skyrl.tinker import types
 
+        temperature, top_p, top_k = sampling
         assert self._sampler_ckpt is not None
         ckpt_id, ckpt_path = self._sampler_ckpt
         inputs, params, slices, prompts = [], [], [], []
@@ -408,6 +418,7 @@ class RLTrainer:
                     types.SamplingParams(
                         temperature=temperature,
                         top_p=top_p,
+                        top_k=top_k,
                         max_tokens=self.settings.max_response_length,
                         seed=int(seeds[len(params)]),
                         stop_tokens=self.stop_token_ids,
@@ -477,7 +488,7 @@ class RLTrainer:
 
     def _apply_loss_agg_scale(self, rollouts: list[Rollout], datums: list[dict]) -> None:
         mode = self.settings.loss_agg_mode
-        if mode == "seq-mean-token-mean" or not datums:
+        if self.engine.reduces_loss or mode == "seq-mean-token-mean" or not datums:
             return
         total = sum(d["n_resp"] for d in datums)
         for d in datums:
@@ -503,7 +514,7 @@ class RLTrainer:
     def _forward_backward(self, datums: list[dict]):
         s = self.settings
         config = None
-        if s.loss_fn == "ppo":
+        if s.loss_fn in self.engine.loss_config_for:
             config = {"clip_low_threshold": s.clip_low_threshold, "clip_high_threshold": s.clip_high_threshold}
         return self._model_pass(datums, self.model_id, s.loss_fn, config, forward_only=False)
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 # field name -> dotted key of the common config (conf/config.yaml holds the defaults,
-# rllm_sweeps/config/rules.py what is valid: both are checked before the loop starts).
+# rllm_sweeps/config/rules.py what is valid: both are checked before the loop starts), or of a
+# SkyRL-native key the loop honours on every engine (no common name: rLLM has none).
 CONFIG_KEYS: dict[str, str] = {
     "lora_rank": "model.lora.rank",
     "lora_alpha": "model.lora.alpha",
@@ -44,6 +45,10 @@ CONFIG_KEYS: dict[str, str] = {
     "loss_agg_mode": "algorithm.loss_agg_mode",
     "lr_schedule": "algorithm.lr_schedule",
     "warmup_steps_ratio": "algorithm.warmup_steps_ratio",
+    "top_k": "skyrl.train.generator.sampling_params.top_k",
+    "val_top_k": "skyrl.train.generator.eval_sampling_params.top_k",
+    "cispo_eps_clip_low": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_low",
+    "cispo_eps_clip_high": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_high",
 }
 
 
@@ -89,6 +94,11 @@ class LoopSettings:
     loss_agg_mode: str
     lr_schedule: str
     warmup_steps_ratio: float
+    # SkyRL-native settings the loop reads (engines.py lists them per engine)
+    top_k: int = -1  # sampling: -1 = no limit
+    val_top_k: int = -1
+    cispo_eps_clip_low: float = 1.0  # CISPO's ratio clip range: [1 - low, 1 + high]
+    cispo_eps_clip_high: float = 4.0
 
     @classmethod
     def from_config(cls, cfg: Any) -> LoopSettings:
@@ -112,10 +122,15 @@ class LoopSettings:
 
     @property
     def clip_low_threshold(self) -> float:
+        """Lower bound of the importance ratio's clip (CISPO's own range for cispo)."""
+        if self.loss_fn == "cispo":
+            return 1.0 - self.cispo_eps_clip_low
         return 1.0 - self.eps_clip
 
     @property
     def clip_high_threshold(self) -> float:
+        if self.loss_fn == "cispo":
+            return 1.0 + self.cispo_eps_clip_high
         return 1.0 + (self.eps_clip if self.eps_clip_high is None else self.eps_clip_high)
 
     def total_steps(self, train_size: int) -> int:

@@ -1,0 +1,78 @@
+"""Construct SkyRL's GPU trainer (``SkyRLTrainBackend``: FSDP or Megatron workers + vLLM) for the loop.
+
+The backend's overrides are the job's composed ``skyrl.train`` tree, by dotted path: each
+sub-config (a mapping of leaves) that differs from SkyRL's defaults, whole, and the model paths
+pointing at the resolved model directory. Whole sub-configs, because one leaf of an optional
+sub-config (``generator.eval_sampling_params``) would bring that sub-config's dataclass
+defaults along instead of the values SkyRL's ``__post_init__`` gives it; not the whole tree,
+because SkyRL's builder refuses some sub-configs outright (the torch profiler's). SkyRL's own builder (``_build_skyrl_train_config``, through
+``SkyRLTrainConfig.from_cli_overrides``) turns them into the trainer's config when the loop
+creates the policy; tests/test_skyrl_train_backend.py checks that config against the tree leaf
+by leaf. The leaves that builder sets regardless are refused at validation (engines.py), the
+policy's lr schedule excepted: the loop computes the lr of every step and the backend applies it.
+
+Constructing the backend needs no GPU (it loads the tokenizer); Ray, the workers and the
+vLLM servers start at ``create_model`` / the first sampling, on the job's Ray cluster
+(SkyRL's ``initialize_ray`` joins ``RAY_ADDRESS``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from rllm_sweeps.config.native import skyrl_train_defaults
+from rllm_sweeps.keymap import KEY_MAPPINGS
+
+TRAIN_ROOT = "skyrl.train."
+
+
+def _leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            yield from _leaves(value, f"{prefix}{key}.")
+    else:
+        yield prefix.rstrip("."), tree
+
+
+def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike) -> dict[str, Any]:
+    """The composed skyrl.train tree as SkyRL overrides, {dotted path: value}; the model paths
+    (those of model.path in the key map) -> model_dir."""
+    defaults = dict(_leaves(skyrl_train_defaults()))
+    leaves = dict(_leaves(train))
+    changed = {path.rpartition(".")[0] for path, value in leaves.items() if defaults.get(path, value) != value}
+    changed |= {path.rpartition(".")[0] for path in leaves if path not in defaults}
+    overrides = {path: value for path, value in leaves.items() if path.rpartition(".")[0] in changed}
+    for mapping in KEY_MAPPINGS:
+        if mapping.common == "model.path" and mapping.native.startswith(TRAIN_ROOT):
+            overrides[mapping.native.removeprefix(TRAIN_ROOT)] = str(model_dir)
+    return overrides
+
+
+def backend_overrides(engine: str, train: dict[str, Any], model_dir: str | os.PathLike) -> Any:
+    """SkyRL's FSDPBackendOverrides or MegatronBackendOverrides for this tree."""
+    from skyrl.backends.skyrl_train_backend import FSDPBackendOverrides, MegatronBackendOverrides
+
+    cls = {"fsdp": FSDPBackendOverrides, "megatron": MegatronBackendOverrides}[engine]
+    return cls(**native_overrides(train, model_dir))
+
+
+def make_skyrl_train_backend(engine: str, train: dict[str, Any], model_dir: str | os.PathLike) -> Any:
+    """``SkyRLTrainBackend(model_dir, overrides)`` for ``skyrl.engine=fsdp|megatron``."""
+    from skyrl.backends.skyrl_train_backend import SkyRLTrainBackend
+
+    return SkyRLTrainBackend(str(model_dir), backend_overrides(engine, train, model_dir))
+
+
+def built_config(backend: Any, lora_rank: int, lora_alpha: float, seed: int = 0) -> Any:
+    """The SkyRLTrainConfig that SkyRL's builder makes for ``backend`` when the loop creates
+    its policy (create_model calls the same builder with the same arguments); no GPU needed."""
+    from skyrl.backends.skyrl_train_backend import _build_skyrl_train_config
+    from skyrl.tinker import types
+
+    lora = types.LoraConfig(rank=lora_rank, alpha=lora_alpha, seed=seed)
+    return _build_skyrl_train_config(backend.base_model, backend.config, lora)
+
+
+__all__ = ["backend_overrides", "built_config", "make_skyrl_train_backend", "native_overrides"]

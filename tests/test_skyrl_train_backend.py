@@ -1,0 +1,80 @@
+"""skyrl.engine=fsdp|megatron builds SkyRL's real GPU trainer backend from the composed tree.
+
+On a machine without CUDA the constructor still runs (it loads the tokenizer only), and
+SkyRL's own builder turns the backend's overrides into the SkyRLTrainConfig the workers would
+get: it must be the job's composed native tree, leaf by leaf, but for the leaves named below.
+"""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+from test_config import shipped_configs
+
+from rllm_sweeps.config.load import load_config
+from rllm_sweeps.config.native import quiet_skyrl
+from rllm_sweeps.engines import BUILDER_FORCED
+from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.training.skyrl_train import built_config, make_skyrl_train_backend
+
+# Leaves of the composed tree that the backend's config may hold differently, and why:
+# - the model paths hold `model.path` as written (builtin:tiny-qwen3); the backend gets the
+#   resolved model directory;
+# - what SkyRL's Tinker-mode builder sets regardless (engines.BUILDER_FORCED): validation refuses
+#   any other value there, so the tree holds SkyRL's default and the builder its own choice.
+MODEL_PATHS = {m.native.removeprefix("skyrl.train.") for m in KEY_MAPPINGS if m.common == "model.path"}
+EXPECTED_DIFFERENCES = MODEL_PATHS | {"trainer.critic.model.path"}
+
+
+def _leaves(tree, prefix=""):
+    if isinstance(tree, dict) and tree:
+        for k, v in tree.items():
+            yield from _leaves(v, f"{prefix}{k}.")
+    else:
+        yield prefix.rstrip("."), tree
+
+
+@pytest.mark.parametrize("engine", ["fsdp", "megatron"])
+@pytest.mark.parametrize("overrides", [[], *shipped_configs()], ids=lambda o: o[0] if o else "default")
+def test_gpu_engine_builds_skyrl_train_backend_whose_config_is_the_composed_tree(engine, overrides, tmp_path):
+    from skyrl.backends.skyrl_train_backend import SkyRLTrainBackend
+    from skyrl.train.config import get_config_as_yaml_str
+
+    from rllm_sweeps.job import cache_dir
+    from rllm_sweeps.models import resolve_model_path
+
+    gpus = (
+        [] if load_config(overrides, notify=lambda _: None).resources.gpus_per_node else ["resources.gpus_per_node=1"]
+    )
+    cfg = load_config([*overrides, f"skyrl.engine={engine}", *gpus], notify=lambda _: None)
+    # The shipped GPU cluster profile names no model a test machine has: the tiny one stands in.
+    model_dir = resolve_model_path("builtin:tiny-qwen3", cache_dir())
+    tree = OmegaConf.to_container(cfg.skyrl.train, resolve=True)
+    with quiet_skyrl():
+        backend = make_skyrl_train_backend(engine, tree, model_dir)
+        built = built_config(backend, int(cfg.model.lora.rank), float(cfg.model.lora.alpha))
+    assert isinstance(backend, SkyRLTrainBackend)
+    assert built.trainer.strategy == engine
+
+    got = dict(_leaves(OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(built)))))
+    want = dict(_leaves(tree))
+    assert set(got) == set(want)
+    differing = {k for k in want if got[k] != want[k]}
+    assert differing <= EXPECTED_DIFFERENCES, {k: (want[k], got[k]) for k in differing - EXPECTED_DIFFERENCES}
+    for path in MODEL_PATHS:
+        assert got[path] == str(model_dir)
+    for path, (forced, _why) in BUILDER_FORCED.items():
+        if path not in EXPECTED_DIFFERENCES:
+            assert got[path] == want[path] == forced, path
+
+
+def test_a_nondefault_lr_schedule_reaches_the_loop_not_skyrls_scheduler():
+    """The builder pins SkyRL's scheduler; the loop computes the lr per step and the backend applies it."""
+    from rllm_sweeps.training.settings import LoopSettings
+
+    cfg = load_config(
+        ["skyrl.engine=fsdp", "resources.gpus_per_node=1", "algorithm.lr_schedule=cosine"], notify=lambda _: None
+    )
+    settings = LoopSettings.from_config(cfg)
+    assert settings.lr_schedule == "cosine"
+    assert settings.lr_at(0, 10) > settings.lr_at(5, 10) > settings.lr_at(9, 10)
