@@ -5,9 +5,11 @@ sub-config (a mapping of leaves) that differs from SkyRL's defaults, whole, and 
 pointing at the resolved model directory. Whole sub-configs, because one leaf of an optional
 sub-config (``generator.eval_sampling_params``) would bring that sub-config's dataclass
 defaults along instead of the values SkyRL's ``__post_init__`` gives it; not the whole tree,
-because SkyRL's builder refuses some sub-configs outright (the torch profiler's). SkyRL's own builder (``_build_skyrl_train_config``, through
-``SkyRLTrainConfig.from_cli_overrides``) turns them into the trainer's config when the loop
-creates the policy; tests/test_skyrl_train_backend.py checks that config against the tree leaf
+because SkyRL's builder refuses some sub-configs outright (the torch profiler's).
+
+SkyRL's own builder (``_build_skyrl_train_config``, through
+``SkyRLTrainConfig.from_cli_overrides``) turns the overrides into the trainer's config when the
+loop creates the policy; tests/test_skyrl_train_backend.py checks that config against the tree leaf
 by leaf. The leaves that builder sets regardless are refused at validation (engines.py), the
 policy's lr schedule excepted: the loop computes the lr of every step and the backend applies it.
 
