@@ -233,7 +233,10 @@ class EngineTraits:
     """What the loop needs to know of the engine it drives (one per engine, below)."""
 
     losses: tuple[str, ...] | None  # policy losses it implements; None = every SkyRL policy loss
-    reduces_loss: bool  # applies algorithm.loss_agg_mode itself (SkyRL's trainer does; JAX sums per sequence)
+    # How the backend reduces per-token losses (the loop scales advantages to get loss_agg_mode):
+    # "seq-mean-token-mean" (SkyRL's JAX backend) or "token-sum" (SkyRL's GPU trainer: its PPO
+    # loop, not the backend, applies trainer.algorithm.loss_reduction).
+    backend_reduction: str
     loss_config_for: tuple[str, ...]  # losses whose clip range the loop passes in the request
 
 
@@ -247,10 +250,10 @@ def jax_losses() -> tuple[str, ...]:
 
 def traits(engine: str) -> EngineTraits:
     if engine == "jax":
-        return EngineTraits(losses=jax_losses(), reduces_loss=False, loss_config_for=jax_losses())
+        return EngineTraits(losses=jax_losses(), backend_reduction="seq-mean-token-mean", loss_config_for=jax_losses())
     # SkyRLTrainBackend turns ppo/gspo clip thresholds into its eps_clip settings; other losses
     # take their parameters from the skyrl.train tree it was built with.
-    return EngineTraits(losses=None, reduces_loss=True, loss_config_for=("ppo", "gspo"))
+    return EngineTraits(losses=None, backend_reduction="token-sum", loss_config_for=("ppo", "gspo"))
 
 
 __all__ = [

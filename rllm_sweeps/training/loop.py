@@ -28,14 +28,13 @@ val prompt at ``rollout.val.temperature`` (0 = greedy) and reports the mean
 reward; it runs before training (``trainer.val_before_train``), every
 ``trainer.test_freq`` steps and after the last step.
 
-Loss aggregation. SkyRL's GPU trainer applies ``algorithm.loss_agg_mode`` itself (its
-``loss_reduction``). SkyRL's JAX losses average each sequence over its own tokens, then
-average sequences (``seq-mean-token-mean``); there the other ``algorithm.loss_agg_mode``
-values are obtained by scaling each response's per-token advantages by a
-positive factor (exact for both losses, because they are linear in the
-advantage up to a positive factor): ``token-mean`` by ``n_i * B / N`` (``n_i``
-response tokens of sequence i, ``B`` sequences and ``N`` tokens in the mini
-batch), ``seq-mean-token-sum-norm`` by ``n_i / max_response_length``.
+Loss aggregation. The backends reduce per-token losses their own way: SkyRL's JAX
+backend averages each sequence over its tokens, then the sequences
+(``seq-mean-token-mean``); SkyRL's GPU trainer in Tinker mode sums the tokens (its own
+``loss_reduction`` lives in its PPO loop, which this loop replaces). ``algorithm.loss_agg_mode``
+is obtained by scaling each response's per-token advantages by a positive factor
+(:func:`loss_agg_scales`), exact because the losses are linear in the advantage up to a
+positive factor.
 
 Checkpoints (:meth:`RLTrainer.save_checkpoint`): a directory holding the
 backend's training checkpoint of the policy (LoRA weights + optimizer state) as
@@ -487,16 +486,15 @@ class RLTrainer:
         return datums
 
     def _apply_loss_agg_scale(self, rollouts: list[Rollout], datums: list[dict]) -> None:
-        mode = self.settings.loss_agg_mode
-        if self.engine.reduces_loss or mode == "seq-mean-token-mean" or not datums:
-            return
-        total = sum(d["n_resp"] for d in datums)
-        for d in datums:
-            if mode == "token-mean":
-                scale = d["n_resp"] * len(datums) / total
-            else:  # seq-mean-token-sum-norm
-                scale = d["n_resp"] / self.settings.max_response_length
-            d["advantages"] = [a * scale for a in d["advantages"]]
+        scales = loss_agg_scales(
+            [d["n_resp"] for d in datums],
+            self.settings.loss_agg_mode,
+            self.engine.backend_reduction,
+            self.settings.max_response_length,
+        )
+        for d, scale in zip(datums, scales, strict=True):
+            if scale != 1.0:
+                d["advantages"] = [a * scale for a in d["advantages"]]
 
     def _apply_kl_penalty(self, rollouts: list[Rollout], datums: list[dict]) -> float:
         """advantage_t -= kl_beta * (log pi_sample - log pi_base)_t (a per-token KL-in-reward penalty)."""
@@ -624,8 +622,39 @@ def _response_slice(d: dict) -> slice:
     return slice(d["n_prompt"], d["n_prompt"] + d["n_resp"])
 
 
+def loss_agg_scales(n_resp: Sequence[int], mode: str, backend_reduction: str, max_len: int) -> list[float]:
+    """Per-response factors on the advantages that turn the backend's own reduction into ``mode``.
+
+    Both losses are linear in the advantage up to a positive factor, so scaling response i's
+    advantages by ``want_i / has_i`` gives each of its tokens the weight ``mode`` asks for:
+    ``want_i`` = 1/N (token-mean: N tokens in the mini batch), 1/(B n_i) (seq-mean-token-mean:
+    B sequences, n_i tokens of sequence i), 1/(B max_len) (seq-mean-token-sum-norm); ``has_i``
+    = 1/(B n_i) for a backend that averages each sequence then the batch (SkyRL's JAX backend),
+    1 for one that sums the tokens (SkyRL's GPU trainer in Tinker mode).
+    """
+    if not n_resp:
+        return []
+    b, total = len(n_resp), sum(n_resp)
+    scales = []
+    for n in n_resp:
+        n = max(n, 1)
+        want = {
+            "token-mean": 1 / total,
+            "seq-mean-token-mean": 1 / (b * n),
+            "seq-mean-token-sum-norm": 1 / (b * max_len),
+        }
+        has = 1.0 if backend_reduction == "token-sum" else 1 / (b * n)
+        scales.append(want[mode] / has)
+    return scales
+
+
 def _mean_seq_loss(out, datums: list[dict]) -> float:
-    """The backend's objective: mean over sequences of (sum of token losses / response tokens)."""
+    """The backend's objective: mean over sequences of (sum of token losses / response tokens).
+
+    SkyRL's GPU trainer returns no per-token losses for RL losses; it reports the objective
+    (already reduced by the loop's scaling) as a metric."""
+    if out.loss_fn_outputs and "elementwise_loss" not in out.loss_fn_outputs[0]:
+        return float((out.metrics or {}).get("total_loss:sum", math.nan))
     per_seq = []
     for d, o in zip(datums, out.loss_fn_outputs, strict=True):
         el = o["elementwise_loss"]["data"][_response_slice(d)]
