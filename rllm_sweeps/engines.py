@@ -235,7 +235,7 @@ class EngineTraits:
     losses: tuple[str, ...] | None  # policy losses it implements; None = every SkyRL policy loss
     # How the backend reduces per-token losses (the loop scales advantages to get loss_agg_mode):
     # "seq-mean-token-mean" (SkyRL's JAX backend) or "token-sum" (SkyRL's GPU trainer: its PPO
-    # loop, not the backend, applies trainer.algorithm.loss_reduction).
+    # loop, not the backend, applies its loss_reduction setting).
     backend_reduction: str
     loss_config_for: tuple[str, ...]  # losses whose clip range the loop passes in the request
 

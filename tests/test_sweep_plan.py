@@ -160,7 +160,9 @@ BAD = [
     ["trainer.lr=abc", "rollout.n=0"],
     ["skyrl.train.trainer.strategy=deepspeed"],
     ["data.train_batch_size=30"],
-    ["algorithm.use_kl_loss=true"],
+    ["skyrl.engine=fsdp", "resources.gpus_per_node=1", "algorithm.use_kl_loss=true"],  # jax only
+    ["skyrl.train.trainer.algorithm.sapo.tau_pos=2.0"],  # a key the jax engine does not read
+    ["trainer.max_grad_norm=0.5", "skyrl.train.trainer.algorithm.policy_loss_type=gspo"],
     ["skyrl.engine=fsdp", "resources.gpus_per_node=2"],  # SkyRL's validate_cfg: colocation
     ["skyrl.jax.max_lora_adapters=x"],
     ["algorithm.adv_estimator=foo", "skyrl.train.trainer.epochs=many"],
