@@ -7,6 +7,7 @@ from omegaconf import DictConfig
 
 from rllm_sweeps.app import preflight, run_hydra_job
 from rllm_sweeps.config.native import register
+from rllm_sweeps.config.spelling import canonical_overrides
 
 register()
 
@@ -17,5 +18,7 @@ def main(cfg: DictConfig) -> dict:
 
 
 if __name__ == "__main__":
+    # rLLM's and SkyRL's spellings too; notes (a key SkyRL renamed or drops) go to stderr
+    sys.argv[1:] = canonical_overrides(sys.argv[1:], notify=lambda note: print(note, file=sys.stderr))
     preflight(sys.argv[1:])
     main()

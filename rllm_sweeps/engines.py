@@ -53,9 +53,6 @@ BUILDER_FORCED: dict[str, tuple[Any, str]] = {
         0,
         "the loop sets the lr of every step; use algorithm.warmup_steps_ratio for a warmup",
     ),
-    "trainer.critic.optimizer_config.scheduler": ("constant_with_warmup", "the loop trains no critic"),
-    "trainer.critic.optimizer_config.num_warmup_steps": (0, "the loop trains no critic"),
-    "trainer.critic.model.path": (None, "the loop trains no critic (SkyRL sets it to the policy's model)"),
 }
 # SkyRL's builder also turns its KL loss off: rules.py refuses algorithm.use_kl_loss there.
 
@@ -122,6 +119,19 @@ REPLACED_WHY = (
     "it belongs to SkyRL's own generator and PPO loop, which this project's loop replaces: "
     "the data and reward come from task.*, sampling from rollout.*"
 )
+# Parts of trainer.* that Tinker mode never builds: the loop creates one model, the LoRA policy
+# (SkyRLTrainBackend builds a critic only when asked for one, and no reference model at all).
+UNBUILT_MODELS: dict[str, str] = {
+    "trainer.critic.": "the loop trains no critic",
+    "trainer.placement.critic_": "the loop trains no critic",
+    "trainer.ref.": "SkyRL's trainer in Tinker mode builds no reference model (jax's KL uses the base model)",
+    "trainer.placement.ref_": "SkyRL's trainer in Tinker mode builds no reference model",
+    "trainer.placement.colocate_policy_ref": "SkyRL's trainer in Tinker mode builds no reference model",
+}
+
+
+def _unbuilt(rel: str) -> str | None:
+    return next((why for prefix, why in UNBUILT_MODELS.items() if rel.startswith(prefix)), None)
 
 
 def readers(key: str) -> tuple[str, ...]:
@@ -135,7 +145,7 @@ def readers(key: str) -> tuple[str, ...]:
         if key in loop_native_keys():
             return ENGINES
         rel = key.removeprefix(TRAIN_PREFIX)
-        return GPU_TRAINER if rel.startswith(GPU_TRAINER_SUBTREES) else ()
+        return GPU_TRAINER if rel.startswith(GPU_TRAINER_SUBTREES) and _unbuilt(rel) is None else ()
     if key in NOT_READ:
         engines, _ = NOT_READ[key]
         return tuple(e for e in ENGINES if e not in engines)
@@ -193,7 +203,7 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
         if key in NOT_READ:
             why = NOT_READ[key][1]
         elif not readers(key):
-            why = REPLACED_WHY
+            why = _unbuilt(key.removeprefix(TRAIN_PREFIX)) or REPLACED_WHY
         elif key.startswith(TRAIN_PREFIX):
             why = "it trains with SkyRL's JAX backend; skyrl.train.* is the tree of SkyRL's GPU trainer"
         else:

@@ -180,7 +180,7 @@ def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopR
             first_step = trainer.load_checkpoint(resume_from).step
         metrics_log = MetricsLog(job_dir, resume_from_step=first_step if resume_from else None)
         trackers = make_trackers(
-            list(cfg.trainer.logger),
+            [cfg.trainer.logger] if isinstance(cfg.trainer.logger, str) else list(cfg.trainer.logger),
             job_dir,
             trainer.total_steps,
             first_step,

@@ -105,6 +105,11 @@ _SCHEDULES = {"constant": "constant_with_warmup", "cosine": "cosine_with_warmup"
 _SCHEDULES_BACK = {v: k for k, v in _SCHEDULES.items()}
 
 
+# trainer.resume_mode: ours (auto | disable) -> SkyRL's (latest | none | from_path; null = none).
+_RESUME = {"auto": "latest", "disable": "none"}
+_RESUME_BACK = {"latest": "auto", "none": "disable", None: "disable"}
+
+
 @_named("first tracker other than console")
 def _loggers_to_native(loggers: Any) -> str:
     """rLLM takes a list of trackers; SkyRL one. The first non-console one wins."""
@@ -114,7 +119,8 @@ def _loggers_to_native(loggers: Any) -> str:
 
 
 def _logger_to_common(logger: Any) -> list[Any]:
-    return [logger]
+    # SkyRL's logger is one name; a native override may still spell it as a list.
+    return list(logger) if isinstance(logger, list | tuple) else [logger]
 
 
 @_named("0 GPUs -> 1")
@@ -183,6 +189,13 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     KeyMapping("trainer.val_before_train", _T + "trainer.eval_before_train", "validate before the first step"),
     KeyMapping("trainer.seed", _T + "trainer.seed", "random seed"),
     KeyMapping("trainer.project_name", _T + "trainer.project_name", "tracker project"),
+    KeyMapping(
+        "trainer.resume_mode",
+        _T + "trainer.resume_mode",
+        "resume from the job's latest checkpoint",
+        to_native=_lookup(_RESUME, "resume mode"),
+        to_common=_lookup(_RESUME_BACK, "resume mode"),
+    ),
     KeyMapping("trainer.experiment_name", _T + "trainer.run_name", "tracker run name"),
     KeyMapping(
         "trainer.logger",

@@ -126,7 +126,9 @@ def test_what_skyrls_tinker_mode_builder_would_override_is_refused_with_the_reas
     found = problems([*gpu, "skyrl.train.trainer.policy.optimizer_config.num_warmup_steps=10"])
     assert "algorithm.warmup_steps_ratio" in found["skyrl.train.trainer.policy.optimizer_config.num_warmup_steps"]
     found = problems([*gpu, "skyrl.train.trainer.critic.model.path=/models/critic"])
-    assert "no critic" in found["skyrl.train.trainer.critic.model.path"]
+    assert "trains no critic" in found["skyrl.train.trainer.critic.model.path"]
+    found = problems([*gpu, "skyrl.train.trainer.placement.ref_num_gpus_per_node=2"])
+    assert "no reference model" in found["skyrl.train.trainer.placement.ref_num_gpus_per_node"]
     found = problems([*gpu, "algorithm.use_kl_loss=true"])
     assert "turns its KL loss off" in found["algorithm.use_kl_loss"]
     # The policy's lr schedule is the loop's: cosine is honoured, not refused.

@@ -20,8 +20,9 @@ from rllm_sweeps.training.skyrl_train import built_config, make_skyrl_train_back
 # Leaves of the composed tree that the backend's config may hold differently, and why:
 # - the model paths hold `model.path` as written (builtin:tiny-qwen3); the backend gets the
 #   resolved model directory;
-# - what SkyRL's Tinker-mode builder sets regardless (engines.BUILDER_FORCED): validation refuses
-#   any other value there, so the tree holds SkyRL's default and the builder its own choice.
+# - the critic's model path, which SkyRL's Tinker-mode builder sets to the policy's (the loop
+#   trains no critic: validation refuses trainer.critic.*); what else that builder sets regardless
+#   (engines.BUILDER_FORCED) equals the tree, since validation refuses any other value there.
 MODEL_PATHS = {m.native.removeprefix("skyrl.train.") for m in KEY_MAPPINGS if m.common == "model.path"}
 EXPECTED_DIFFERENCES = MODEL_PATHS | {"trainer.critic.model.path"}
 

@@ -9,6 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.overrides import parse_overrides, unknown_key_issues
+from rllm_sweeps.config.spelling import canonical_overrides
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue, validate
 from rllm_sweeps.keymap import reconcile
 
@@ -21,11 +22,31 @@ def _stderr(message: str) -> None:
 
 def check_override_keys(overrides: Iterable[str], where: str = "") -> None:
     """Reject overrides of unknown keys (all at once) before anything else composes."""
-    parsed = parse_overrides(overrides)
+    overrides = canonical_overrides(overrides)  # notes: load_config gives them
+    try:
+        parsed = parse_overrides(overrides)
+    except Exception as err:  # Hydra's override grammar: one line, not a traceback
+        raise ConfigError([syntax_issue(overrides, err)], where) from None
     base = compose_config([o.input_line for o in parsed.groups])
     issues = unknown_key_issues(base, parsed.values)
     if issues:
         raise ConfigError(issues, where)
+
+
+def syntax_issue(overrides: Iterable[str], err: BaseException) -> ConfigIssue:
+    """The first override Hydra cannot parse, with Hydra's reason."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for line in overrides:
+        try:
+            parser.parse_override(line)
+        except Exception as bad:
+            reason = str(bad).strip().splitlines()[0]
+            return ConfigIssue(
+                line, f"cannot parse the override '{line}': {reason} (Hydra's override syntax: KEY=VALUE)"
+            )
+    return ConfigIssue("?", f"cannot parse the overrides: {str(err).strip().splitlines()[0]}")
 
 
 def finalize(cfg: DictConfig, overrides: Iterable[str], where: str = "", notify: Notify = _stderr) -> DictConfig:
@@ -47,7 +68,8 @@ def finalize(cfg: DictConfig, overrides: Iterable[str], where: str = "", notify:
 
 
 def load_config(overrides: Iterable[str] = (), where: str = "", notify: Notify = _stderr) -> DictConfig:
-    """The validated config for these overrides (what a job runs with)."""
-    overrides = list(overrides)
+    """The validated config for these overrides (what a job runs with), in any of the three
+    spellings (config/spelling.py)."""
+    overrides = canonical_overrides(overrides, notify)
     check_override_keys(overrides, where)
     return finalize(compose_config(overrides), overrides, where, notify)

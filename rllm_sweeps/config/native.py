@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -54,3 +55,49 @@ def planted_tree() -> DictConfig:
 def register() -> None:
     """Make `skyrl_native/planted` available to Hydra (idempotent)."""
     ConfigStore.instance().store(group="skyrl_native", name="planted", node=planted_tree())
+
+
+@dataclass(frozen=True)
+class SkyRLReading:
+    """What SkyRL's own override handling makes of one native override it does not have as a field.
+
+    kind: "unknown" (SkyRL: invalid field), "refused" (SkyRL raises its own message), or
+    "accepted" (SkyRL remaps or drops it): then `changed` holds the leaves it set, relative to
+    skyrl.train ({} = dropped).
+    """
+
+    kind: str
+    message: str = ""
+    changed: dict[str, Any] = field(default_factory=dict)
+
+
+def skyrl_reading(path: str, value: Any) -> SkyRLReading:
+    """Ask SkyRL's ``SkyRLTrainConfig.from_cli_overrides`` what ``path=value`` means (path relative
+    to skyrl.train): SkyRL decides what it accepts, remaps, drops or refuses, not a copy of its rules."""
+    import warnings
+
+    with quiet_skyrl(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SkyRL's DeprecationWarning for a remapped key
+        from skyrl.train.config import SkyRLTrainConfig, get_config_as_yaml_str
+
+        try:
+            cfg = SkyRLTrainConfig.from_cli_overrides({path: value})
+        except ValueError as err:
+            text = str(err).strip()
+            if text.startswith("Invalid fields"):
+                return SkyRLReading("unknown", text.splitlines()[0])
+            return SkyRLReading("refused", text.splitlines()[0])
+        except Exception as err:  # a type SkyRL's builder cannot take
+            return SkyRLReading("refused", f"{type(err).__name__}: {str(err).strip().splitlines()[0]}")
+        got = dict(_leaves(OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(cfg)))))
+    defaults = dict(_leaves(skyrl_train_defaults()))
+    changed = {k: v for k, v in got.items() if defaults.get(k, v) != v}
+    return SkyRLReading("accepted", changed=changed)
+
+
+def _leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            yield from _leaves(value, f"{prefix}{key}.")
+    else:
+        yield prefix.rstrip("."), tree

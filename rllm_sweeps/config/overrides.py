@@ -72,6 +72,10 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
         if o.type in (OverrideType.ADD, OverrideType.FORCE_ADD) or o.key_or_group in known:
             continue
         key = o.key_or_group
+        special = moved_in_skyrl_0_4(key, known) or rllm_hint(key) or skyrl_refusal(o)
+        if special:
+            issues.append(ConfigIssue(key, f"unknown key '{key}'{special}"))
+            continue
         hint = did_you_mean(key, known)
         issues.append(
             ConfigIssue(
@@ -81,6 +85,45 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
             )
         )
     return issues
+
+
+def rllm_hint(key: str) -> str:
+    """An rLLM key this project has no setting for (rllm.X is the common key X where one exists)."""
+    if not key.startswith("rllm."):
+        return ""
+    return (
+        ": an rLLM setting this project does not have (rLLM's common keys are written rllm.KEY or KEY; "
+        "`rllm-sweeps keys` lists them); remove it"
+    )
+
+
+def moved_in_skyrl_0_4(key: str, known: Iterable[str]) -> str:
+    """SkyRL 0.3's generator.* inference settings moved under generator.inference_engine.* in 0.4
+    (rLLM's scripts still use the old names): name the key it is now."""
+    from rllm_sweeps.config.spelling import NATIVE_ROOT, moved_paths
+
+    native = key.startswith(NATIVE_ROOT)
+    known = set(known)
+    for path in moved_paths(key.removeprefix(NATIVE_ROOT)):
+        if NATIVE_ROOT + path in known:
+            return f": SkyRL 0.4 moved it to '{NATIVE_ROOT + path if native else path}'; write that instead"
+    return ""
+
+
+def skyrl_refusal(override: Override) -> str:
+    """SkyRL's own message for a native override it refuses (a removed setting), or ""."""
+    from rllm_sweeps.config.native import skyrl_reading
+    from rllm_sweeps.config.spelling import NATIVE_ROOT, is_unknown_in_shared_section, moved_paths
+
+    key = override.key_or_group
+    if override.is_sweep_override() or not (key.startswith(NATIVE_ROOT) or is_unknown_in_shared_section(key)):
+        return ""
+    rel = key.removeprefix(NATIVE_ROOT)
+    for path in [rel, *moved_paths(rel)]:
+        reading = skyrl_reading(path, override.value())
+        if reading.kind == "refused":
+            return f": SkyRL 0.4 refuses it: {reading.message}"
+    return ""
 
 
 def did_you_mean(key: str, known: Iterable[str]) -> str:

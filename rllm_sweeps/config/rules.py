@@ -86,6 +86,18 @@ def list_of(item: Check, length: int | None = None) -> Check:
     return check
 
 
+def name_or_list_of(item: Check) -> Check:
+    """One name, or a list of them (rLLM writes `trainer.logger=console` as well as a list)."""
+    as_list = list_of(item)
+
+    def check(v: Any) -> str | None:
+        if isinstance(v, str):
+            return None if item(v) is None else f"a name or a list of names, each {item(v)}"
+        return as_list(v)
+
+    return check
+
+
 # Every common leaf in conf/config.yaml has a rule here (a test keeps the two in step).
 RULES: dict[str, Check] = {
     "model.path": text,
@@ -113,7 +125,7 @@ RULES: dict[str, Check] = {
     "trainer.save_freq": integer(ge=0),
     "trainer.val_before_train": boolean,
     "trainer.seed": integer(ge=0),
-    "trainer.logger": list_of(one_of(*LOGGERS)),
+    "trainer.logger": name_or_list_of(one_of(*LOGGERS)),
     "trainer.project_name": text,
     "trainer.experiment_name": text,
     "trainer.resume_mode": one_of(*RESUME_MODES),
@@ -148,6 +160,7 @@ class CrossRule:
 def _tracker_installed(loggers: Any) -> bool:
     import importlib.util
 
+    loggers = [loggers] if isinstance(loggers, str) else loggers
     return "wandb" not in (loggers or []) or importlib.util.find_spec("wandb") is not None
 
 

@@ -37,6 +37,7 @@ from omegaconf import OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.overrides import config_groups
+from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
 from rllm_sweeps.sweep.optuna_settings import OptunaSettings, parse_optuna_settings
@@ -385,6 +386,8 @@ class _Builder:
         params: Mapping[str, str],
         config_loader: Any,
     ) -> SweepRequest:
+        overrides = canonical_overrides(overrides)  # rLLM's and SkyRL's spellings (config/spelling.py)
+        params = {canonical_key(k): v for k, v in params.items()}
         parser = OverridesParser.create(config_loader=config_loader)
         parsed: list[tuple[Override, str]] = []  # (override, where it came from)
         for i, line in enumerate([f"{k}={v}" for k, v in params.items()] + overrides):
@@ -425,7 +428,7 @@ class _Builder:
                 self.problem(f"+sweep={file_path.stem}", f"no sweep file {display(file_path)}{hint}")
             else:
                 try:
-                    data = load_sweep_file(file_path)
+                    data = canonical_sweep_node(load_sweep_file(file_path))
                 except SweepError as err:
                     self.issues += err.issues
                 except Exception as err:  # YAML syntax

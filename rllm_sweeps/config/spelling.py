@@ -1,0 +1,244 @@
+"""Three vocabularies, one config: rLLM's, SkyRL's and this project's spellings of a key.
+
+Users arrive with command lines written for rLLM's unified trainer or for SkyRL's own
+entry point. This module rewrites a key as typed into the one spelling the config tree has
+(the canonical spelling, which is what the tool prints):
+
+- rLLM's namespace: ``rllm.X`` is the common key ``X`` (``rllm.rollout.n=8`` -> ``rollout.n=8``),
+  and rLLM's backend group ``rllm/backend=skyrl`` is ``backend=skyrl``; an ``rllm.`` key this
+  project has no common key for stays as typed, so the unknown-key error names it;
+- rLLM's ``+data.train_batch_size=32`` (``+`` because rLLM's tree lacks the key) sets the key
+  this tree has;
+- SkyRL's native paths verbatim: a top-level key that is not a common key but is a path of
+  SkyRL's tree (``trainer.policy.optimizer_config.lr``, ``generator.n_samples_per_prompt``)
+  is ``skyrl.train.<path>``. Paths that are both (``trainer.seed``, ``trainer.logger``,
+  ``trainer.project_name``, ``trainer.resume_mode``) are the common key, which the key map
+  makes the same setting as the native one (tests/test_spelling.py checks every such path);
+  a value there that only SkyRL's spelling has (``trainer.resume_mode=null``) is read as
+  SkyRL's, so the key map translates it;
+- anything else is left as it is (unknown keys are reported later, with suggestions).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+RLLM_PREFIX = "rllm."
+RLLM_GROUPS = {"rllm/backend": "backend"}  # rLLM's config groups -> ours
+NATIVE_ROOT = "skyrl.train."
+# Top-level sections of SkyRL's tree (SkyRLTrainConfig's fields); the first two have no common
+# keys, so any key there is SkyRL's.
+SKYRL_ONLY_SECTIONS = ("generator", "environment")
+SKYRL_SECTIONS = (*SKYRL_ONLY_SECTIONS, "trainer", "data")
+
+
+def _paths(tree: Any, prefix: str = "") -> Iterator[str]:
+    """Every key path of a plain tree, inner nodes included."""
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            path = f"{prefix}{key}"
+            yield path
+            yield from _paths(value, path + ".")
+
+
+@functools.cache
+def common_paths() -> frozenset[str]:
+    """The common keys of conf/config.yaml (inner nodes too): read from the file, no Hydra."""
+    from omegaconf import OmegaConf
+
+    from rllm_sweeps.config.compose import CONF_DIR
+
+    tree = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
+    for name in ("defaults", "hydra", "skyrl"):
+        tree.pop(name, None)
+    return frozenset(_paths(tree))
+
+
+@functools.cache
+def native_paths() -> frozenset[str]:
+    """Every key path of SkyRL's tree, relative to skyrl.train."""
+    from rllm_sweeps.config.native import skyrl_train_defaults
+
+    return frozenset(_paths(skyrl_train_defaults()))
+
+
+def canonical_key(key: str) -> str:
+    """The canonical spelling of a key as typed (a value override's key or a group)."""
+    if key in RLLM_GROUPS:
+        return RLLM_GROUPS[key]
+    if key.startswith(RLLM_PREFIX):
+        rest = key[len(RLLM_PREFIX) :]
+        return rest if rest in common_paths() or rest.startswith("task.") else key
+    root = key.split(".", 1)[0]
+    if root in SKYRL_ONLY_SECTIONS or (root in SKYRL_SECTIONS and key not in common_paths() and key in native_paths()):
+        return NATIVE_ROOT + key
+    return key
+
+
+def canonical_overrides(overrides: Iterable[str], notify: Callable[[str], None] | None = None) -> list[str]:
+    """Command-line overrides with their keys in the canonical spelling (values untouched).
+
+    A SkyRL-native override that is no field of SkyRL's tree is put to SkyRL's own override
+    handling (config/native.skyrl_reading), also under its SkyRL 0.4 name where 0.4 moved it:
+    what SkyRL remaps is written as SkyRL reads it, what SkyRL drops is dropped, each with a
+    note to `notify`; what SkyRL refuses or does not know stays, for validation to report.
+    """
+    out: list[str] = []
+    for override in overrides:
+        line = canonical_override(override)
+        key = line.partition("=")[0]
+        if "=" in line and key.startswith(NATIVE_ROOT) and not _exists(key):
+            replaced = _as_skyrl_reads_it(line, override, notify)
+        elif "=" in line and is_unknown_in_shared_section(key):
+            # trainer.X / data.X that neither tree has: SkyRL's if SkyRL's override handling knows it
+            replaced = _as_skyrl_reads_it(NATIVE_ROOT + line, override, notify)
+        else:
+            replaced = None
+        out += [line] if replaced is None else replaced
+    return out
+
+
+def is_unknown_in_shared_section(key: str) -> bool:
+    """A trainer.* / data.* key that neither the common tree nor SkyRL's has."""
+    root = key.split(".", 1)[0]
+    return (
+        root in SKYRL_SECTIONS
+        and root not in SKYRL_ONLY_SECTIONS
+        and not _exists(key)
+        and not _exists(NATIVE_ROOT + key)
+    )
+
+
+def moved_paths(rel: str) -> list[str]:
+    """Where SkyRL 0.4 moved a SkyRL 0.3 generator setting (rLLM's scripts use the old names):
+    generator.X -> generator.inference_engine.X (num_inference_engines -> num_engines)."""
+    head, _, leaf = rel.rpartition(".")
+    if head != "generator":
+        return []
+    variants = {leaf, leaf.removeprefix("inference_engine_"), leaf.replace("num_inference_engines", "num_engines")}
+    return [f"generator.inference_engine.{v}" for v in sorted(variants)]
+
+
+def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | None) -> list[str] | None:
+    """SkyRL's reading of one unknown native override: replacement overrides, or None (keep it)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from rllm_sweeps.config.native import skyrl_reading
+
+    try:
+        parsed = OverridesParser.create().parse_override(line)
+    except Exception:
+        return None  # Hydra reports the syntax
+    if parsed.is_sweep_override() or parsed.is_delete():
+        return None
+    rel = parsed.key_or_group[len(NATIVE_ROOT) :]
+    value = parsed.value()
+    for path in [rel, *moved_paths(rel)]:
+        reading = skyrl_reading(path, value)
+        if reading.kind != "accepted":
+            continue
+        if not reading.changed:
+            _say(notify, f"note: SkyRL 0.4 accepts and ignores {typed.partition('=')[0]}={value!r}: removed")
+            return []
+        lines = [f"{NATIVE_ROOT}{k}={_literal(v)}" for k, v in reading.changed.items()]
+        _say(notify, f"note: SkyRL 0.4 reads {typed.partition('=')[0]} as {', '.join(lines)}")
+        return lines
+    return None
+
+
+def _say(notify: Callable[[str], None] | None, message: str) -> None:
+    if notify is not None:
+        notify(message)
+
+
+def _literal(value: Any) -> str:
+    """A plain value as a Hydra override's right-hand side."""
+    import json
+
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(value)  # strings, lists: JSON is Hydra syntax
+
+
+def canonical_override(override: str) -> str:
+    if "=" not in override:
+        return override  # not an override (Hydra reports it)
+    lhs, _, rhs = override.partition("=")
+    prefix = lhs[: len(lhs) - len(lhs.lstrip("+~"))]
+    key = lhs[len(prefix) :]
+    if not key or key.startswith("hydra") or any(c in key for c in " @"):
+        return override  # hydra's own keys; `group@package` forms stay Hydra's
+    canonical = canonical_key(key)
+    if canonical == key and not prefix and key in native_paths():
+        canonical = _dual_path_spelling(key, override)
+    if prefix == "+" and _exists(canonical):
+        prefix = ""  # rLLM adds keys its own tree lacks; this tree has it: set it
+    if canonical == key and prefix == lhs[: len(lhs) - len(key)]:
+        return override
+    return f"{prefix}{canonical}={rhs}"
+
+
+def _exists(key: str) -> bool:
+    if key.startswith(NATIVE_ROOT):
+        return key[len(NATIVE_ROOT) :] in native_paths()
+    return key in common_paths()
+
+
+def _dual_path_spelling(key: str, override: str) -> str:
+    """For a path both trees have: SkyRL's key when the value is SkyRL's spelling, not ours."""
+    from rllm_sweeps.config.rules import RULES
+    from rllm_sweeps.keymap import BY_NATIVE
+
+    mapping = BY_NATIVE.get(NATIVE_ROOT + key)
+    if mapping is None or mapping.common != key or key not in RULES:
+        return key
+    try:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        parsed = OverridesParser.create().parse_override(override)
+        if parsed.is_sweep_override():
+            return key
+        value = parsed.value()
+        if RULES[key](value) is None:
+            return key  # our spelling
+        if RULES[key](mapping.common_value(value)) is None:
+            return NATIVE_ROOT + key  # SkyRL's spelling: reconciliation translates it
+    except Exception:
+        pass  # not parseable, or not translatable: validation reports it under our name
+    return key
+
+
+def canonical_sweep_node(data: dict[str, Any]) -> dict[str, Any]:
+    """A sweep file's node with the keys it names (parameters, zip, seed_key) spelled canonically."""
+    out = dict(data)
+    params = out.get("parameters")
+    if isinstance(params, dict):
+        out["parameters"] = {_canonical_prefixed(str(k)): v for k, v in params.items()}
+    if isinstance(out.get("zip"), list):
+        out["zip"] = [
+            [canonical_key(k) if isinstance(k, str) else k for k in g] if isinstance(g, list) else g for g in out["zip"]
+        ]
+    if isinstance(out.get("seed_key"), str):
+        out["seed_key"] = canonical_key(out["seed_key"])
+    return out
+
+
+def _canonical_prefixed(key: str) -> str:
+    prefix = key[: len(key) - len(key.lstrip("+"))]
+    return prefix + canonical_key(key[len(prefix) :])
+
+
+__all__ = [
+    "canonical_sweep_node",
+    "canonical_key",
+    "canonical_override",
+    "canonical_overrides",
+    "common_paths",
+    "native_paths",
+]
