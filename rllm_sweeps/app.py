@@ -32,13 +32,14 @@ def preflight(argv: list[str]) -> None:
         print(usage())
         raise SystemExit(0)
     try:
-        check_override_keys(args.overrides, where="command line")
-        if args.cfg == "job" and not args.multirun:
+        if args.multirun:
+            check_override_keys(args.overrides, where="command line")  # the sweeper checks each job
+        elif args.cfg == "job":
             cfg = load_config(args.overrides, where="command line")
             print(OmegaConf.to_yaml(cfg, resolve=args.resolve), end="")
             raise SystemExit(0)
-        if not args.multirun and args.cfg is None:
-            # Every problem before Hydra makes the job's directory (the sweeper checks a sweep's jobs).
+        else:
+            # Every problem before Hydra makes the job's directory.
             load_config(args.overrides, where="command line", notify=lambda _: None)
     except ConfigError as err:
         fail(str(err))

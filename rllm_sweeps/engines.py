@@ -94,7 +94,8 @@ def _common_defaults() -> dict[str, Any]:
 
 
 @functools.cache
-def _jax_defaults() -> dict[str, Any]:
+def jax_defaults() -> dict[str, Any]:
+    """conf/backend/skyrl.yaml's skyrl.jax values (max_lora_rank, planted from the key map, aside)."""
     from omegaconf import OmegaConf
 
     from rllm_sweeps.config.compose import CONF_DIR
@@ -175,13 +176,13 @@ def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[s
         named = any(key == e or key.startswith(e + ".") for e in explicit)
         if named or value != defaults.get(rel, value):
             yield key, value, named
-    jax_defaults = _jax_defaults()
+    defaults_jax = jax_defaults()
     for rel, value in _leaves(_get(plain, "skyrl.jax") or {}, ""):
         key = JAX_PREFIX + rel
         if key in BY_NATIVE:
             continue
         named = key in explicit
-        if named or (rel in jax_defaults and value != jax_defaults[rel]):
+        if named or (rel in defaults_jax and value != defaults_jax[rel]):
             yield key, value, named
     common = _common_defaults()
     for key in NOT_READ:

@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rllm_sweeps.cachedir import cache_dir
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, PRUNED, RUNNING, JobResult, MetricsLog
 
@@ -370,12 +371,6 @@ def quiet_library_logs() -> None:
 
     for name in ("skyrl", "absl", "jax._src.xla_bridge"):
         logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def cache_dir() -> Path:
-    """Shared by the jobs of a machine: built-in models, JAX compilation cache
-    ($RLLM_SWEEPS_CACHE; RLLM_SWEEPS_JAX_CACHE=off turns the compilation cache off)."""
-    return Path(os.environ.get("RLLM_SWEEPS_CACHE", Path.home() / ".cache" / "rllm-sweeps"))
 
 
 def package_versions() -> dict[str, str]:

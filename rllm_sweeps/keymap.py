@@ -292,6 +292,13 @@ def is_planted(cfg: DictConfig, mapping: KeyMapping) -> bool:
     return raw == mapping.interpolation()
 
 
+def _translates_back(mapping: KeyMapping, native_value: Any, common_value: Any) -> bool:
+    try:
+        return mapping.common_value(native_value) == common_value
+    except ValueError:
+        return True  # not invertible: the forward match decides
+
+
 def reconcile(cfg: DictConfig, explicit: set[str]) -> Reconciliation:
     """Make common and native keys agree, in place.
 
@@ -308,8 +315,8 @@ def reconcile(cfg: DictConfig, explicit: set[str]) -> Reconciliation:
             continue
         native_value = _plain(OmegaConf.select(cfg, mapping.native))
         common_value = _plain(OmegaConf.select(cfg, mapping.common))
-        if mapping.native_value(common_value) == native_value:
-            continue  # both spell the same value
+        if mapping.native_value(common_value) == native_value and _translates_back(mapping, native_value, common_value):
+            continue  # both spell the same value (a native 1 GPU is not the common 0 it is planted from)
         try:
             wanted = mapping.common_value(native_value)
         except ValueError as err:

@@ -181,6 +181,7 @@ generator.inference_engine.backend=vllm
 generator.inference_engine.run_engines_locally=true
 generator.inference_engine.weight_sync_backend=nccl
 generator.inference_engine.distributed_executor_backend=mp
+generator.inference_engine.async_engine=true
 generator.batched=true
 environment.env_class=gsm8k
 generator.n_samples_per_prompt=5
@@ -200,10 +201,10 @@ def _shell_words(script: str) -> list[str]:
     return [w for line in script.strip().splitlines() for w in shlex.split(line)]
 
 
-def test_skyrl_gsm8k_example_overrides_compose_and_validate_under_skyrl_train():
-    # (The script also sets generator.inference_engine.async_engine, which SkyRL 0.4.0 no longer
-    # has: that one is reported as an unknown key, see the test below.)
-    overrides = ["skyrl.engine=fsdp"] + ["skyrl.train." + w for w in _shell_words(SKYRL_GSM8K_SCRIPT)]
+@pytest.mark.parametrize("prefix", ["skyrl.train.", ""], ids=["prefixed", "verbatim"])
+def test_skyrl_gsm8k_example_overrides_compose_and_validate_under_skyrl_train(prefix):
+    # SkyRL's own lines work with or without the skyrl.train. prefix (config/spelling.py).
+    overrides = ["skyrl.engine=fsdp"] + [prefix + w for w in _shell_words(SKYRL_GSM8K_SCRIPT)]
     # What no engine here would honour is refused by name, all at once: SkyRL's Tinker-mode
     # trainer (what the fsdp engine runs) turns its KL loss off, and the data, environment and
     # generator settings belong to SkyRL's own PPO loop, which this project's loop replaces.
@@ -211,9 +212,15 @@ def test_skyrl_gsm8k_example_overrides_compose_and_validate_under_skyrl_train():
         load_config(overrides, notify=quiet)
     refused = {i.key for i in info.value.issues}
     unread = ["data.train_data", "data.val_data", "environment.env_class", "generator.batched"]
+    unread += ["trainer.placement.critic_num_gpus_per_node", "trainer.placement.ref_num_gpus_per_node"]
     assert refused == {"algorithm.use_kl_loss", *("skyrl.train." + k for k in unread)}
     assert "turns its KL loss off" in str(info.value) and "task.*" in str(info.value)
-    overrides = [o for o in overrides if "use_kl_loss" not in o and not o.startswith(tuple(refused))]
+    keys = {k.removeprefix("skyrl.train.") for k in refused}
+    overrides = [
+        o
+        for o in overrides
+        if o.removeprefix("skyrl.train.").split("=")[0] not in keys | {"trainer.algorithm.use_kl_loss"}
+    ]
     cfg = load_config(overrides, notify=quiet)
     # The common keys report what the native overrides set.
     assert cfg.data.train_batch_size == 1024
@@ -225,9 +232,10 @@ def test_skyrl_gsm8k_example_overrides_compose_and_validate_under_skyrl_train():
 
 
 def test_a_native_key_that_skyrl_does_not_have_is_reported_with_suggestions():
-    message = config_error(["skyrl.train.generator.inference_engine.async_engine=true"])
-    assert "unknown key 'skyrl.train.generator.inference_engine.async_engine'" in message
-    assert "did you mean" in message
+    # (SkyRL 0.4 itself drops generator.inference_engine.async_engine=true: tests/test_spelling.py)
+    message = config_error(["skyrl.train.generator.inference_engine.gpu_memory_utilisation=0.5"])
+    assert "unknown key 'skyrl.train.generator.inference_engine.gpu_memory_utilisation'" in message
+    assert "did you mean 'skyrl.train.generator.inference_engine.gpu_memory_utilization'" in message
 
 
 def _another_value(value):
@@ -259,6 +267,7 @@ SPECIAL_VALUES = {
     "rollout.train.top_p": 0.5,
     "rollout.val.top_p": 0.5,
     "algorithm.loss_fn": "gspo",  # a SkyRL policy loss (fsdp)
+    "trainer.resume_mode": "disable",
     "skyrl.engine": "megatron",
 }
 # Keys only the jax engine reads (engines.py): their mapping is tested there.

@@ -20,15 +20,22 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-def check_override_keys(overrides: Iterable[str], where: str = "") -> None:
-    """Reject overrides of unknown keys (all at once) before anything else composes."""
-    overrides = canonical_overrides(overrides)  # notes: load_config gives them
+def unknown_overrides(overrides: list[str], where: str = "") -> tuple[list[ConfigIssue], list[str]]:
+    """(issues, lines) of the overrides whose keys do not exist (all at once, with suggestions);
+    a line Hydra cannot parse raises ConfigError: nothing composes without it."""
     try:
         parsed = parse_overrides(overrides)
     except Exception as err:  # Hydra's override grammar: one line, not a traceback
         raise ConfigError([syntax_issue(overrides, err)], where) from None
     base = compose_config([o.input_line for o in parsed.groups])
     issues = unknown_key_issues(base, parsed.values)
+    bad = {i.key for i in issues}
+    return issues, [o.input_line for o in parsed.values if o.key_or_group in bad]
+
+
+def check_override_keys(overrides: Iterable[str], where: str = "") -> None:
+    """Reject overrides of unknown keys (all at once) before anything else composes."""
+    issues, _ = unknown_overrides(canonical_overrides(overrides), where)  # notes: load_config gives them
     if issues:
         raise ConfigError(issues, where)
 
@@ -71,5 +78,13 @@ def load_config(overrides: Iterable[str] = (), where: str = "", notify: Notify =
     """The validated config for these overrides (what a job runs with), in any of the three
     spellings (config/spelling.py)."""
     overrides = canonical_overrides(overrides, notify)
-    check_override_keys(overrides, where)
-    return finalize(compose_config(overrides), overrides, where, notify)
+    unknown, lines = unknown_overrides(overrides, where)
+    if not unknown:
+        return finalize(compose_config(overrides), overrides, where, notify)
+    # Every problem at once: the rest of the command line is composed and checked too.
+    rest = [o for o in overrides if o not in lines]
+    try:
+        finalize(compose_config(rest), rest, where, notify=lambda _: None)
+    except ConfigError as err:
+        raise ConfigError(unknown + err.issues, where) from None
+    raise ConfigError(unknown, where)

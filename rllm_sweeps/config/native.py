@@ -35,11 +35,35 @@ def quiet_skyrl() -> Iterator[None]:
 
 @functools.cache
 def skyrl_train_defaults() -> dict[str, Any]:
-    """SkyRLTrainConfig() as a plain dict (SkyRL's own defaults, about 420 leaves)."""
+    """SkyRLTrainConfig() as a plain dict (SkyRL's own defaults, about 420 leaves).
+
+    Building it imports torch (SkyRL's __post_init__), seconds for a config tool: the tree is
+    kept in the cache directory per SkyRL version and home directory (SkyRL expands ~)."""
+    import hashlib
+    import importlib.metadata
+    import json
+    import os
+
+    from rllm_sweeps.cachedir import cache_dir
+
+    key = f"{importlib.metadata.version('skyrl')}:{os.path.expanduser('~')}"
+    path = cache_dir() / f"skyrl-defaults-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
     with quiet_skyrl():
         from skyrl.train.config import SkyRLTrainConfig, get_config_as_yaml_str
 
-        return OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(SkyRLTrainConfig())))
+        tree = OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(SkyRLTrainConfig())))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(tree))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache: build it each time
+    return tree
 
 
 def planted_tree() -> DictConfig:

@@ -72,7 +72,7 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
         if o.type in (OverrideType.ADD, OverrideType.FORCE_ADD) or o.key_or_group in known:
             continue
         key = o.key_or_group
-        special = moved_in_skyrl_0_4(key, known) or rllm_hint(key) or skyrl_refusal(o)
+        special = rllm_hint(key) or skyrl_refusal(o)
         if special:
             issues.append(ConfigIssue(key, f"unknown key '{key}'{special}"))
             continue
@@ -95,19 +95,6 @@ def rllm_hint(key: str) -> str:
         ": an rLLM setting this project does not have (rLLM's common keys are written rllm.KEY or KEY; "
         "`rllm-sweeps keys` lists them); remove it"
     )
-
-
-def moved_in_skyrl_0_4(key: str, known: Iterable[str]) -> str:
-    """SkyRL 0.3's generator.* inference settings moved under generator.inference_engine.* in 0.4
-    (rLLM's scripts still use the old names): name the key it is now."""
-    from rllm_sweeps.config.spelling import NATIVE_ROOT, moved_paths
-
-    native = key.startswith(NATIVE_ROOT)
-    known = set(known)
-    for path in moved_paths(key.removeprefix(NATIVE_ROOT)):
-        if NATIVE_ROOT + path in known:
-            return f": SkyRL 0.4 moved it to '{NATIVE_ROOT + path if native else path}'; write that instead"
-    return ""
 
 
 def skyrl_refusal(override: Override) -> str:

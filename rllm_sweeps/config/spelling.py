@@ -10,7 +10,7 @@ entry point. This module rewrites a key as typed into the one spelling the confi
 - rLLM's ``+data.train_batch_size=32`` (``+`` because rLLM's tree lacks the key) sets the key
   this tree has;
 - SkyRL's native paths verbatim: a top-level key that is not a common key but is a path of
-  SkyRL's tree (``trainer.policy.optimizer_config.lr``, ``generator.n_samples_per_prompt``)
+  SkyRL's tree (``trainer.placement.colocate_all``, ``generator.inference_engine.num_engines``)
   is ``skyrl.train.<path>``. Paths that are both (``trainer.seed``, ``trainer.logger``,
   ``trainer.project_name``, ``trainer.resume_mode``) are the common key, which the key map
   makes the same setting as the native one (tests/test_spelling.py checks every such path);
@@ -135,15 +135,20 @@ def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | No
         return None
     rel = parsed.key_or_group[len(NATIVE_ROOT) :]
     value = parsed.value()
+    typed_key = typed.partition("=")[0]
+    for path in moved_paths(rel):
+        if path in native_paths():
+            _say(notify, f"note: SkyRL 0.4 moved {typed_key} to {path}; using {NATIVE_ROOT}{path}")
+            return [f"{NATIVE_ROOT}{path}={line.partition('=')[2]}"]
     for path in [rel, *moved_paths(rel)]:
         reading = skyrl_reading(path, value)
         if reading.kind != "accepted":
             continue
         if not reading.changed:
-            _say(notify, f"note: SkyRL 0.4 accepts and ignores {typed.partition('=')[0]}={value!r}: removed")
+            _say(notify, f"note: SkyRL 0.4 accepts {typed_key}={value!r}, which changes nothing in its config: removed")
             return []
         lines = [f"{NATIVE_ROOT}{k}={_literal(v)}" for k, v in reading.changed.items()]
-        _say(notify, f"note: SkyRL 0.4 reads {typed.partition('=')[0]} as {', '.join(lines)}")
+        _say(notify, f"note: SkyRL 0.4 reads {typed_key} as {', '.join(lines)}")
         return lines
     return None
 

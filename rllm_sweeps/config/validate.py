@@ -160,6 +160,13 @@ def failed_check(err: BaseException) -> str:
 
 
 def check_jax(jax_settings: dict[str, Any]) -> list[ConfigIssue]:
+    from rllm_sweeps.engines import jax_defaults
+
+    defaults = jax_defaults()
+    if all(jax_settings.get(k) == v for k, v in defaults.items()) and set(jax_settings) <= {*defaults, "max_lora_rank"}:
+        # conf/backend/skyrl.yaml's own values (max_lora_rank is model.lora.rank, checked there):
+        # valid (tests/test_config.py), and importing SkyRL's JAX backend to say so costs seconds.
+        return []
     from pydantic import ValidationError
 
     logging.getLogger("absl").setLevel(logging.ERROR)  # "Tensorflow library not found" on import
