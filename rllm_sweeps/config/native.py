@@ -76,8 +76,25 @@ def planted_tree() -> DictConfig:
     return tree
 
 
+COLOCATED_ENGINES = "rllm_colocated_engines"
+
+
+def _colocated_engines(*, _root_: DictConfig) -> int:
+    """vLLM engines that fill the policy's GPUs: SkyRL requires the counts to be equal when
+    training and inference share them (placement.colocate_all); 1 (SkyRL's default) otherwise."""
+    skyrl = _root_.skyrl
+    if skyrl.engine == "jax" or not skyrl.train.trainer.placement.colocate_all:
+        return 1
+    engine = skyrl.train.generator.inference_engine
+    gpus = int(_root_.resources.nodes) * max(1, int(_root_.resources.gpus_per_node))
+    per_engine = engine.tensor_parallel_size * engine.pipeline_parallel_size * engine.data_parallel_size
+    return max(1, gpus // per_engine)
+
+
 def register() -> None:
     """Make `skyrl_native/planted` available to Hydra (idempotent)."""
+    if not OmegaConf.has_resolver(COLOCATED_ENGINES):
+        OmegaConf.register_new_resolver(COLOCATED_ENGINES, _colocated_engines)
     ConfigStore.instance().store(group="skyrl_native", name="planted", node=planted_tree())
 
 

@@ -490,7 +490,7 @@ class RLTrainer:
             [d["n_resp"] for d in datums],
             self.settings.loss_agg_mode,
             self.engine.backend_reduction,
-            self.settings.max_response_length,
+            self.settings.loss_norm_length or self.settings.max_response_length,
         )
         for d, scale in zip(datums, scales, strict=True):
             if scale != 1.0:

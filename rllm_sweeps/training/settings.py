@@ -49,6 +49,7 @@ CONFIG_KEYS: dict[str, str] = {
     "val_top_k": "skyrl.train.generator.eval_sampling_params.top_k",
     "cispo_eps_clip_low": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_low",
     "cispo_eps_clip_high": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_high",
+    "loss_norm_length": "skyrl.train.trainer.algorithm.max_seq_len",
 }
 
 
@@ -99,6 +100,7 @@ class LoopSettings:
     val_top_k: int = -1
     cispo_eps_clip_low: float = 1.0  # CISPO's ratio clip range: [1 - low, 1 + high]
     cispo_eps_clip_high: float = 4.0
+    loss_norm_length: int | None = None  # seq-mean-token-sum-norm's constant (None: max_response_length)
 
     @classmethod
     def from_config(cls, cfg: Any) -> LoopSettings:
