@@ -31,12 +31,16 @@ def preflight(argv: list[str]) -> None:
     if args.help:
         print(usage())
         raise SystemExit(0)
+    sweep_file = next((o for o in args.overrides if o.lstrip("+").split("=", 1)[0] == "sweep"), None)
+    if sweep_file is not None and not args.multirun:
+        fail(f"'{sweep_file}' selects a sweep, which runs with -m: python train.py -m {' '.join(args.overrides)}")
     try:
         if args.multirun:
             check_override_keys(args.overrides, where="command line")  # the sweeper checks each job
         elif args.cfg == "job":
             cfg = load_config(args.overrides, where="command line")
-            print(OmegaConf.to_yaml(cfg, resolve=args.resolve), end="")
+            # The resolved config: every interpolation shown as the value the job runs with.
+            print(OmegaConf.to_yaml(cfg, resolve=True), end="")
             raise SystemExit(0)
         else:
             # Every problem before Hydra makes the job's directory.

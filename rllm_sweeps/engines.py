@@ -104,11 +104,15 @@ def jax_defaults() -> dict[str, Any]:
     return dict(tree.get("jax") or {})
 
 
-@functools.cache
-def _train_defaults() -> dict[str, Any]:
+def _train_defaults_tree() -> dict[str, Any]:
     from rllm_sweeps.config.native import skyrl_train_defaults
 
-    return dict(_leaves(skyrl_train_defaults(), ""))
+    return skyrl_train_defaults()
+
+
+@functools.cache
+def _train_defaults() -> dict[str, Any]:
+    return dict(_leaves(_train_defaults_tree(), ""))
 
 
 # Where SkyRL's Tinker-mode backend reads its tree (read in skyrl/backends/ of SkyRL 0.4.0): the
@@ -131,8 +135,40 @@ UNBUILT_MODELS: dict[str, str] = {
 }
 
 
+PPO_LOOP_ONLY_WHY = (
+    "only SkyRL's own PPO loop reads it; its trainer in Tinker mode, which fsdp/megatron run under "
+    "this project's loop, does not"
+)
+# Flat trainer settings read by name, where a name that SkyRL's backend code never mentions
+# cannot be read there (nested configs handed on whole, e.g. megatron_config, are not judged).
+_FLAT_TRAINER_PARENTS = ("trainer", "trainer.algorithm", "trainer.algorithm.dynamic_sampling", "trainer.fully_async")
+
+
+@functools.cache
+def ppo_loop_only() -> frozenset[str]:
+    """trainer.* leaves (relative to skyrl.train) that SkyRL's Tinker-mode backend never reads:
+    derived from the installed SkyRL, whose skyrl/backends/ code never names them."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("skyrl")
+    if spec is None or spec.origin is None:
+        return frozenset()
+    names: set[str] = set()
+    for path in (Path(spec.origin).parent / "backends").rglob("*.py"):
+        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text(errors="replace")))
+    leaves = (p for p, _ in _leaves(_train_defaults_tree(), ""))
+    return frozenset(
+        p for p in leaves if p.rpartition(".")[0] in _FLAT_TRAINER_PARENTS and p.rpartition(".")[2] not in names
+    )
+
+
 def _unbuilt(rel: str) -> str | None:
-    return next((why for prefix, why in UNBUILT_MODELS.items() if rel.startswith(prefix)), None)
+    found = next((why for prefix, why in UNBUILT_MODELS.items() if rel.startswith(prefix)), None)
+    if found is None and TRAIN_PREFIX + rel not in BY_NATIVE and rel in ppo_loop_only():
+        return PPO_LOOP_ONLY_WHY
+    return found
 
 
 def readers(key: str) -> tuple[str, ...]:

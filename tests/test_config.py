@@ -213,6 +213,7 @@ def test_skyrl_gsm8k_example_overrides_compose_and_validate_under_skyrl_train(pr
     refused = {i.key for i in info.value.issues}
     unread = ["data.train_data", "data.val_data", "environment.env_class", "generator.batched"]
     unread += ["trainer.placement.critic_num_gpus_per_node", "trainer.placement.ref_num_gpus_per_node"]
+    unread += ["trainer.update_epochs_per_batch"]  # SkyRL's own PPO loop's, not Tinker mode's
     assert refused == {"algorithm.use_kl_loss", *("skyrl.train." + k for k in unread)}
     assert "turns its KL loss off" in str(info.value) and "task.*" in str(info.value)
     keys = {k.removeprefix("skyrl.train.") for k in refused}

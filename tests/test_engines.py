@@ -53,6 +53,10 @@ def test_the_jax_backend_settings_are_read_by_jax_only_and_the_gpu_trainer_tree_
     assert readers("trainer.max_grad_norm") == GPU_TRAINER
     assert readers("trainer.adam_eps") == ("jax",)
     assert readers("trainer.lr") == ENGINES
+    # SkyRL's own PPO loop's settings, which its backend code never names: derived from SkyRL
+    assert readers("skyrl.train.trainer.hf_save_interval") == ()
+    assert readers("skyrl.train.trainer.algorithm.use_tis") == ()
+    assert readers("skyrl.train.trainer.policy.fsdp_config.cpu_offload") == GPU_TRAINER
 
 
 def test_keys_lists_the_engines_that_read_each_key_without_lambda_reprs():

@@ -212,3 +212,20 @@ def test_a_sweep_file_in_rllms_and_skyrls_spelling_plans(tmp_path):
     )
     plan = plan_sweep([f"+sweep={path}", "rllm.trainer.total_batches=3"])
     assert len(plan.jobs) == 4
+
+
+def test_cfg_job_prints_the_resolved_config_and_a_sweep_file_without_m_is_refused(tmp_path):
+    shown = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "--cfg", "job", "trainer.lr=3e-3"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "${" not in shown.stdout and "lr: 0.003" in shown.stdout
+    one = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "+sweep=lr_grid"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert one.returncode == 2 and "-m" in one.stderr and "Traceback" not in one.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing ran

@@ -163,7 +163,8 @@ BAD = [
     ["skyrl.engine=fsdp", "resources.gpus_per_node=1", "algorithm.use_kl_loss=true"],  # jax only
     ["skyrl.train.trainer.algorithm.sapo.tau_pos=2.0"],  # a key the jax engine does not read
     ["trainer.max_grad_norm=0.5", "skyrl.train.trainer.algorithm.policy_loss_type=gspo"],
-    ["skyrl.engine=fsdp", "resources.gpus_per_node=2"],  # SkyRL's validate_cfg: colocation
+    # SkyRL's validate_cfg: colocation (2 GPUs, 1 engine set explicitly)
+    ["skyrl.engine=fsdp", "resources.gpus_per_node=2", "skyrl.train.generator.inference_engine.num_engines=1"],
     ["skyrl.jax.max_lora_adapters=x"],
     ["algorithm.adv_estimator=foo", "skyrl.train.trainer.epochs=many"],
     ["skyrl.engine=fsdp"],
