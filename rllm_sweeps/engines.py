@@ -8,7 +8,7 @@ Every engine trains with the same loop (training/loop.py) through SkyRL's Abstra
   ``top_k``, CISPO's clip range: the ``skyrl.train.`` entries of ``CONFIG_KEYS``) and
   ``skyrl.jax.*``.
 - ``fsdp`` / ``megatron``: SkyRL's ``SkyRLTrainBackend``, whose overrides are the whole
-  composed ``skyrl.train`` tree (training/skyrl_train_backend.py), plus the common keys.
+  composed ``skyrl.train`` tree (training/skyrl_train.py), plus the common keys.
 
 A key is *set* when the user named it (command line, sweep file, sweep dimension) or when its
 value differs from its default. A set key that the chosen engine does not read is an error

@@ -229,3 +229,8 @@ def test_cfg_job_prints_the_resolved_config_and_a_sweep_file_without_m_is_refuse
     )
     assert one.returncode == 2 and "-m" in one.stderr and "Traceback" not in one.stderr
     assert list(tmp_path.iterdir()) == []  # nothing ran
+
+
+def test_a_plus_on_a_setting_this_tree_has_is_dropped_but_never_on_a_config_group():
+    got = canonical_overrides(["+sweep=lr_optuna", "+data.train_batch_size=32", "+task.dataset.extra=1"])
+    assert got == ["+sweep=lr_optuna", "data.train_batch_size=32", "+task.dataset.extra=1"]

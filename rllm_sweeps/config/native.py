@@ -77,6 +77,19 @@ def planted_tree() -> DictConfig:
 
 
 COLOCATED_ENGINES = "rllm_colocated_engines"
+_ENGINE = "skyrl.train.generator.inference_engine."
+# What each of our resolvers reads (the sweep composer re-evaluates one only when these change).
+RESOLVER_READS: dict[str, tuple[str, ...]] = {
+    COLOCATED_ENGINES: (
+        "skyrl.engine",
+        "skyrl.train.trainer.placement.colocate_all",
+        "resources.nodes",
+        "resources.gpus_per_node",
+        _ENGINE + "tensor_parallel_size",
+        _ENGINE + "pipeline_parallel_size",
+        _ENGINE + "data_parallel_size",
+    ),
+}
 
 
 def _colocated_engines(*, _root_: DictConfig) -> int:

@@ -182,11 +182,18 @@ def canonical_override(override: str) -> str:
     canonical = canonical_key(key)
     if canonical == key and not prefix and key in native_paths():
         canonical = _dual_path_spelling(key, override)
-    if prefix == "+" and _exists(canonical):
-        prefix = ""  # rLLM adds keys its own tree lacks; this tree has it: set it
+    if prefix == "+" and _is_leaf(canonical):
+        prefix = ""  # rLLM adds keys its own tree lacks; this tree has the setting: set it
     if canonical == key and prefix == lhs[: len(lhs) - len(key)]:
         return override
     return f"{prefix}{canonical}={rhs}"
+
+
+def _is_leaf(key: str) -> bool:
+    """A setting (not a config group such as sweep or task, nor a section) either tree has."""
+    paths = native_paths() if key.startswith(NATIVE_ROOT) else common_paths()
+    rel = key.removeprefix(NATIVE_ROOT)
+    return rel in paths and not any(p.startswith(rel + ".") for p in paths) and "." in rel
 
 
 def _exists(key: str) -> bool:

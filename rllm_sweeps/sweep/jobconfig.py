@@ -38,6 +38,7 @@ from omegaconf.nodes import AnyNode
 
 from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.load import finalize
+from rllm_sweeps.config.native import RESOLVER_READS
 from rllm_sweeps.config.overrides import all_keys, did_you_mean, parse_overrides
 from rllm_sweeps.config.validate import (
     NATIVE_PREFIX,
@@ -114,6 +115,8 @@ def _classify(raw: str, path: Path, is_any_node: bool) -> _Interp:
             native = arg[1:-1] if len(arg) > 1 and arg[0] == arg[-1] and arg[0] in "'\"" else None
             if name == RESOLVER and native in BY_NATIVE:
                 nodes.append(BY_NATIVE[native].common)  # keymap's resolver reads the common key
+            elif name in RESOLVER_READS:
+                nodes.extend(RESOLVER_READS[name])  # our own resolvers say what they read
             else:
                 unknown = True  # a resolver may read anything (oc.env, oc.select, ...)
         for i in range(ctx.getChildCount()):
