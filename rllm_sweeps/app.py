@@ -14,6 +14,8 @@ from omegaconf import DictConfig, OmegaConf
 from rllm_sweeps.config.validate import ConfigError
 
 EXIT_BAD_CONFIG = 2
+# The overrides preflight() validated (a single job): the Hydra app need not validate them again.
+_validated: tuple[str, ...] | None = None
 
 
 def fail(message: str) -> None:
@@ -45,6 +47,8 @@ def preflight(argv: list[str]) -> None:
         else:
             # Every problem before Hydra makes the job's directory.
             load_config(args.overrides, where="command line", notify=lambda _: None)
+            global _validated
+            _validated = tuple(o for o in args.overrides if not o.lstrip("+~").startswith("hydra"))  # Hydra's own
     except ConfigError as err:
         fail(str(err))
 
@@ -57,7 +61,7 @@ def run_hydra_job(cfg: DictConfig) -> dict:
 
     overrides = list(HydraConfig.get().overrides.task)
     try:
-        finalize(cfg, overrides, where="command line")
+        finalize(cfg, overrides, where="command line", check=tuple(overrides) != _validated)
     except ConfigError as err:
         fail(str(err))
     from rllm_sweeps.job import EXIT_PREEMPTED, run_job

@@ -56,12 +56,15 @@ def syntax_issue(overrides: Iterable[str], err: BaseException) -> ConfigIssue:
     return ConfigIssue("?", f"cannot parse the overrides: {str(err).strip().splitlines()[0]}")
 
 
-def finalize(cfg: DictConfig, overrides: Iterable[str], where: str = "", notify: Notify = _stderr) -> DictConfig:
-    """Reconcile common/native names and validate, in place. Raises ConfigError."""
+def finalize(
+    cfg: DictConfig, overrides: Iterable[str], where: str = "", notify: Notify = _stderr, check: bool = True
+) -> DictConfig:
+    """Reconcile common/native names and validate (unless `check` is False: the same overrides
+    were validated already in this process), in place. Raises ConfigError."""
     explicit = parse_overrides(overrides).explicit_keys
     result = reconcile(cfg, explicit)
     issues = [ConfigIssue(c.split("=", 1)[0], c) for c in result.conflicts]
-    if not issues:
+    if not issues and check:
         # A bad value that came in through a native name is reported under both names.
         origin = {common: f" (set through {native}={value!r})" for common, native, value in result.adopted}
         issues = [ConfigIssue(i.key, i.message + origin.get(i.key, "")) for i in validate(cfg, explicit)]
