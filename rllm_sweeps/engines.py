@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rllm_sweeps.config.native import leaves, skyrl_train_defaults
 from rllm_sweeps.config.validate import ConfigIssue
 from rllm_sweeps.keymap import BY_NATIVE
 
@@ -55,14 +56,6 @@ BUILDER_FORCED: dict[str, tuple[Any, str]] = {
     ),
 }
 # SkyRL's builder also turns its KL loss off: rules.py refuses algorithm.use_kl_loss there.
-
-
-def _leaves(tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
-    if isinstance(tree, dict) and tree:
-        for key, value in tree.items():
-            yield from _leaves(value, f"{prefix}{key}.")
-    else:
-        yield prefix.rstrip("."), tree
 
 
 def _get(tree: Any, key: str, default: Any = None) -> Any:
@@ -104,15 +97,9 @@ def jax_defaults() -> dict[str, Any]:
     return dict(tree.get("jax") or {})
 
 
-def _train_defaults_tree() -> dict[str, Any]:
-    from rllm_sweeps.config.native import skyrl_train_defaults
-
-    return skyrl_train_defaults()
-
-
 @functools.cache
 def _train_defaults() -> dict[str, Any]:
-    return dict(_leaves(_train_defaults_tree(), ""))
+    return dict(leaves(skyrl_train_defaults()))
 
 
 # Where SkyRL's Tinker-mode backend reads its tree (read in skyrl/backends/ of SkyRL 0.4.0): the
@@ -158,9 +145,10 @@ def ppo_loop_only() -> frozenset[str]:
     names: set[str] = set()
     for path in (Path(spec.origin).parent / "backends").rglob("*.py"):
         names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text(errors="replace")))
-    leaves = (p for p, _ in _leaves(_train_defaults_tree(), ""))
     return frozenset(
-        p for p in leaves if p.rpartition(".")[0] in _FLAT_TRAINER_PARENTS and p.rpartition(".")[2] not in names
+        p
+        for p, _ in leaves(skyrl_train_defaults())
+        if p.rpartition(".")[0] in _FLAT_TRAINER_PARENTS and p.rpartition(".")[2] not in names
     )
 
 
@@ -205,7 +193,7 @@ def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[s
     explicit = set(explicit)
     train = _get(plain, "skyrl.train") or {}
     defaults = _train_defaults()
-    for rel, value in _leaves(train, ""):
+    for rel, value in leaves(train):
         key = TRAIN_PREFIX + rel
         if key in BY_NATIVE:
             continue  # read through its common key
@@ -213,7 +201,7 @@ def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[s
         if named or value != defaults.get(rel, value):
             yield key, value, named
     defaults_jax = jax_defaults()
-    for rel, value in _leaves(_get(plain, "skyrl.jax") or {}, ""):
+    for rel, value in leaves(_get(plain, "skyrl.jax") or {}):
         key = JAX_PREFIX + rel
         if key in BY_NATIVE:
             continue

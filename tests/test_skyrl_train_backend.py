@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from test_config import shipped_configs
 
 from rllm_sweeps.config.load import load_config
-from rllm_sweeps.config.native import quiet_skyrl
+from rllm_sweeps.config.native import leaves, quiet_skyrl
 from rllm_sweeps.engines import BUILDER_FORCED
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.training.skyrl_train import built_config, make_skyrl_train_backend
@@ -25,14 +25,6 @@ from rllm_sweeps.training.skyrl_train import built_config, make_skyrl_train_back
 #   (engines.BUILDER_FORCED) equals the tree, since validation refuses any other value there.
 MODEL_PATHS = {m.native.removeprefix("skyrl.train.") for m in KEY_MAPPINGS if m.common == "model.path"}
 EXPECTED_DIFFERENCES = MODEL_PATHS | {"trainer.critic.model.path"}
-
-
-def _leaves(tree, prefix=""):
-    if isinstance(tree, dict) and tree:
-        for k, v in tree.items():
-            yield from _leaves(v, f"{prefix}{k}.")
-    else:
-        yield prefix.rstrip("."), tree
 
 
 @pytest.mark.parametrize("engine", ["fsdp", "megatron"])
@@ -57,8 +49,8 @@ def test_gpu_engine_builds_skyrl_train_backend_whose_config_is_the_composed_tree
     assert isinstance(backend, SkyRLTrainBackend)
     assert built.trainer.strategy == engine
 
-    got = dict(_leaves(OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(built)))))
-    want = dict(_leaves(tree))
+    got = dict(leaves(OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(built)))))
+    want = dict(leaves(tree))
     assert set(got) == set(want)
     differing = {k for k in want if got[k] != want[k]}
     assert differing <= EXPECTED_DIFFERENCES, {k: (want[k], got[k]) for k in differing - EXPECTED_DIFFERENCES}

@@ -143,15 +143,16 @@ def skyrl_reading(path: str, value: Any) -> SkyRLReading:
             return SkyRLReading("refused", text.splitlines()[0])
         except Exception as err:  # a type SkyRL's builder cannot take
             return SkyRLReading("refused", f"{type(err).__name__}: {str(err).strip().splitlines()[0]}")
-        got = dict(_leaves(OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(cfg)))))
-    defaults = dict(_leaves(skyrl_train_defaults()))
+        got = dict(leaves(OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(cfg)))))
+    defaults = dict(leaves(skyrl_train_defaults()))
     changed = {k: v for k, v in got.items() if defaults.get(k, v) != v}
     return SkyRLReading("accepted", changed=changed)
 
 
-def _leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+def leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted path, value) of every leaf of a plain tree (an empty mapping is a leaf)."""
     if isinstance(tree, dict) and tree:
         for key, value in tree.items():
-            yield from _leaves(value, f"{prefix}{key}.")
+            yield from leaves(value, f"{prefix}{key}.")
     else:
         yield prefix.rstrip("."), tree

@@ -21,31 +21,22 @@ vLLM servers start at ``create_model`` / the first sampling, on the job's Ray cl
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
-from rllm_sweeps.config.native import skyrl_train_defaults
+from rllm_sweeps.config.native import leaves, skyrl_train_defaults
 from rllm_sweeps.keymap import KEY_MAPPINGS
 
 TRAIN_ROOT = "skyrl.train."
 
 
-def _leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    if isinstance(tree, dict) and tree:
-        for key, value in tree.items():
-            yield from _leaves(value, f"{prefix}{key}.")
-    else:
-        yield prefix.rstrip("."), tree
-
-
 def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike) -> dict[str, Any]:
     """The composed skyrl.train tree as SkyRL overrides, {dotted path: value}; the model paths
     (those of model.path in the key map) -> model_dir."""
-    defaults = dict(_leaves(skyrl_train_defaults()))
-    leaves = dict(_leaves(train))
-    changed = {path.rpartition(".")[0] for path, value in leaves.items() if defaults.get(path, value) != value}
-    changed |= {path.rpartition(".")[0] for path in leaves if path not in defaults}
-    overrides = {path: value for path, value in leaves.items() if path.rpartition(".")[0] in changed}
+    defaults = dict(leaves(skyrl_train_defaults()))
+    tree = dict(leaves(train))
+    changed = {path.rpartition(".")[0] for path, value in tree.items() if defaults.get(path, value) != value}
+    changed |= {path.rpartition(".")[0] for path in tree if path not in defaults}
+    overrides = {path: value for path, value in tree.items() if path.rpartition(".")[0] in changed}
     for mapping in KEY_MAPPINGS:
         if mapping.common == "model.path" and mapping.native.startswith(TRAIN_ROOT):
             overrides[mapping.native.removeprefix(TRAIN_ROOT)] = str(model_dir)
