@@ -24,7 +24,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
     rows = [("common key", "native key", "engines", "default", "meaning")]
     for m in KEY_MAPPINGS:
-        transform = "" if m.is_identity else f" (translated: {m.to_native.__name__})"
+        transform = f" (translated: {m.to_native.__name__})" if m.to_native is not None else ""
         rows.append((m.common, m.native, ",".join(readers(m.native)), default(m.common), m.meaning + transform))
     for native in sorted(loop_native_keys()):
         rows.append(("-", native, ",".join(readers(native)), default(native), "read by the loop (no common name)"))

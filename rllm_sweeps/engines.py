@@ -25,7 +25,7 @@ from typing import Any
 
 from rllm_sweeps.config.native import leaves, skyrl_train_defaults
 from rllm_sweeps.config.validate import ConfigIssue
-from rllm_sweeps.keymap import BY_NATIVE
+from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
 
 ENGINES = ("jax", "fsdp", "megatron")
 GPU_TRAINER = ("fsdp", "megatron")
@@ -56,6 +56,17 @@ BUILDER_FORCED: dict[str, tuple[Any, str]] = {
     ),
 }
 # SkyRL's builder also turns its KL loss off: rules.py refuses algorithm.use_kl_loss there.
+
+# Native settings whose meaning the loop implements on every engine: the advantages
+# (training/advantages.py) and the loss reduction (loop.py loss_agg_scales). SkyRL's workers never
+# read them (skyrl/backends mentions them in comments only); its validate_cfg judges them against
+# SkyRL's own PPO loop, so it sees SkyRL's defaults in their place, and rules.py judges the values
+# by their common keys (a name only rLLM has, such as reinforce, is valid here).
+LOOP_IMPLEMENTED = tuple(
+    m.native.removeprefix(TRAIN_PREFIX)
+    for m in KEY_MAPPINGS
+    if m.common in ("algorithm.adv_estimator", "algorithm.loss_agg_mode")
+)
 
 
 def _get(tree: Any, key: str, default: Any = None) -> Any:

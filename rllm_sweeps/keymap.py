@@ -30,10 +30,11 @@ class KeyMapping:
     meaning: str
     to_native: Callable[[Any], Any] | None = None  # None = identity
     to_common: Callable[[Any], Any] | None = None  # inverse; None with to_native set = not invertible
+    null_means: str | None = None  # a null common value stands for this common key's value (native has no null)
 
     @property
     def is_identity(self) -> bool:
-        return self.to_native is None
+        return self.to_native is None and self.null_means is None
 
     def native_value(self, common_value: Any) -> Any:
         return common_value if self.to_native is None else self.to_native(common_value)
@@ -51,14 +52,12 @@ class KeyMapping:
         return "${" + RESOLVER + ":'" + self.native + "'}"
 
 
-# rLLM's advantage-estimator names -> SkyRL's registry names.
-_ESTIMATORS = {
-    "grpo": "grpo",
-    "rloo": "rloo",
-    "reinforce": "reinforce++",
-    "reinforce_plus_plus_baseline": "reinforce++",
-}
-_ESTIMATORS_BACK = {"grpo": "grpo", "rloo": "rloo", "reinforce++": "reinforce_plus_plus_baseline"}
+# Advantage estimators: the loop computes them (training/advantages.py), each with its own
+# meaning. Names that mean the same in rLLM and SkyRL's registry are spelled the same; rLLM's
+# `reinforce` (no baseline) and `reinforce_plus_plus_baseline` (group mean, then batch scaling)
+# have no SkyRL twin and SkyRL's `reinforce++` (batch whitening only) and `maxrl` no rLLM one:
+# each keeps its name on both sides (SkyRL's workers never read the native key: engines.py).
+# The names: training/advantages.py ESTIMATORS.
 
 # The loop's loss names (Tinker's) -> SkyRL's policy_loss_type: Tinker's "ppo" is SkyRL's
 # clipped "regular" loss; every other name is the same in both (cispo, importance_sampling, gspo, ...).
@@ -92,17 +91,22 @@ def _engine_to_strategy(engine: Any) -> Any:
     return _STRATEGIES.get(engine, engine)
 
 
-# rLLM's loss aggregation names (verl's spelling) -> SkyRL's loss_reduction names.
+# rLLM's loss aggregation names (verl's spelling) -> SkyRL's loss_reduction names. The loop
+# implements every mode (training/loop.py loss_agg_scales); a mode only one side has keeps its
+# name on both: rLLM's seq-mean-token-sum, SkyRL's token_mean_legacy and prompt_mean.
 _LOSS_AGG = {
     "token-mean": "token_mean",
     "seq-mean-token-mean": "sequence_mean",
     "seq-mean-token-sum-norm": "seq_mean_token_sum_norm",
 }
 _LOSS_AGG_BACK = {v: k for k, v in _LOSS_AGG.items()}
+LOSS_AGG_MODES = (*_LOSS_AGG, "seq-mean-token-sum", "token_mean_legacy", "prompt_mean")
 
-# rLLM's lr schedules (after the warmup) -> SkyRL's (transformers) scheduler names.
-_SCHEDULES = {"constant": "constant_with_warmup", "cosine": "cosine_with_warmup"}
-_SCHEDULES_BACK = {v: k for k, v in _SCHEDULES.items()}
+# rLLM's lr schedules (after the warmup) -> SkyRL's (transformers) scheduler names; the loop
+# computes the lr of every step (training/settings.py lr_at).
+_SCHEDULES = {"constant": "constant_with_warmup", "cosine": "cosine_with_warmup", "linear": "linear"}
+_SCHEDULES_BACK = {v: k for k, v in _SCHEDULES.items()} | {"constant": "constant", "cosine": "cosine"}
+LR_SCHEDULES = tuple(_SCHEDULES)
 
 
 # trainer.resume_mode: ours (auto | disable) -> SkyRL's (latest | none | from_path; null = none).
@@ -204,18 +208,17 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
         to_native=_loggers_to_native,
         to_common=_logger_to_common,
     ),
-    KeyMapping(
-        "algorithm.adv_estimator",
-        _T + "trainer.algorithm.advantage_estimator",
-        "advantage estimator",
-        to_native=_lookup(_ESTIMATORS, "estimator"),
-        to_common=_lookup(_ESTIMATORS_BACK, "estimator"),
-    ),
+    KeyMapping("algorithm.adv_estimator", _T + "trainer.algorithm.advantage_estimator", "advantage estimator"),
     KeyMapping(
         "algorithm.norm_adv_by_std_in_grpo", _T + "trainer.algorithm.grpo_norm_by_std", "GRPO std normalisation"
     ),
     KeyMapping("algorithm.eps_clip", _T + "trainer.algorithm.eps_clip_low", "PPO clip (low side)"),
-    KeyMapping("algorithm.eps_clip_high", _T + "trainer.algorithm.eps_clip_high", "PPO clip (high side)"),
+    KeyMapping(
+        "algorithm.eps_clip_high",
+        _T + "trainer.algorithm.eps_clip_high",
+        "PPO clip (high side; null = eps_clip)",
+        null_means="algorithm.eps_clip",
+    ),
     KeyMapping("algorithm.kl_beta", _T + "trainer.algorithm.kl_loss_coef", "KL loss coefficient"),
     KeyMapping("algorithm.use_kl_loss", _T + "trainer.algorithm.use_kl_loss", "KL loss against the reference"),
     KeyMapping(
@@ -250,10 +253,7 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
 )
 
 BY_NATIVE: dict[str, KeyMapping] = {m.native: m for m in KEY_MAPPINGS}
-NATIVE_ESTIMATORS = _ESTIMATORS
 NATIVE_LOSS_NAMES = _LOSSES  # the loop's loss names that SkyRL spells differently
-LOSS_AGG_MODES = tuple(_LOSS_AGG)
-LR_SCHEDULES = tuple(_SCHEDULES)
 
 
 def _plain(value: Any) -> Any:
@@ -263,6 +263,8 @@ def _plain(value: Any) -> Any:
 def _resolve_native(native_key: str, *, _root_: DictConfig) -> Any:
     mapping = BY_NATIVE[native_key]
     value = OmegaConf.select(_root_, mapping.common)
+    if value is None and mapping.null_means is not None:
+        value = OmegaConf.select(_root_, mapping.null_means)
     return mapping.native_value(_plain(value))
 
 

@@ -87,3 +87,35 @@ def test_grpo_dispatch_flag_and_errors():
         compute_advantages([1.0, 2.0], "grpo")
     with pytest.raises(ValueError, match="NaN"):
         compute_advantages([[1.0, float("nan")]], "grpo")
+
+
+def _skyrl_outcome_advantages(name: str, rewards: np.ndarray) -> np.ndarray:
+    """SkyRL's own estimator of that name on outcome rewards (one per response, equal lengths)."""
+    import torch
+    from skyrl.backends.skyrl_train.utils.ppo_utils import AdvantageEstimatorRegistry
+
+    groups, n = rewards.shape
+    length = 3
+    token_rewards = torch.zeros(groups * n, length)
+    token_rewards[:, -1] = torch.tensor(rewards.reshape(-1))
+    mask = torch.ones(groups * n, length)
+    index = np.repeat(np.arange(groups), n)
+    adv, _ = AdvantageEstimatorRegistry.get(name)(
+        token_level_rewards=token_rewards, response_mask=mask, index=index, gamma=1.0, lambd=1.0
+    )
+    return adv[:, 0].numpy().reshape(groups, n)
+
+
+@pytest.mark.parametrize("name", ["reinforce++", "maxrl", "grpo", "rloo"])
+def test_skyrls_estimators_mean_what_skyrl_computes_under_the_same_name(name):
+    rewards = np.array([[1.0, 0.0, 0.5, 0.0], [0.2, 0.9, 0.9, 0.4], [1.0, 1.0, 1.0, 1.0]])
+    ours = compute_advantages(rewards, name, lengths=np.full(rewards.shape, 3))
+    np.testing.assert_allclose(ours, _skyrl_outcome_advantages(name, rewards), rtol=1e-4, atol=1e-5)
+
+
+def test_rllms_reinforce_estimators_are_not_skyrls_reinforce_plus_plus():
+    rewards = np.array([[1.0, 0.0], [1.0, 1.0]])
+    assert not np.allclose(compute_advantages(rewards, "reinforce"), compute_advantages(rewards, "reinforce++"))
+    baseline = compute_advantages(rewards, "reinforce_plus_plus_baseline")
+    assert baseline[1].tolist() == [0.0, 0.0]  # the group mean is its baseline
+    assert compute_advantages(rewards, "reinforce++")[1][0] > 0  # batch whitening only: above the batch mean

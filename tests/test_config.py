@@ -101,7 +101,7 @@ def test_several_bad_values_are_reported_together():
 
 
 def test_cross_key_rule_names_both_keys():
-    message = config_error(["data.train_batch_size=6"])
+    message = config_error(["data.train_batch_size=6", "trainer.mini_batch_size=4"])
     assert "data.train_batch_size" in message and "trainer.mini_batch_size" in message
 
 
@@ -293,6 +293,8 @@ def test_overriding_a_common_key_changes_its_native_key(mapping):
         engine.append("resources.gpus_per_node=1")
     if mapping.common.startswith("resources."):
         engine.append("skyrl.train.trainer.placement.colocate_all=false")
+    if mapping.common == "algorithm.kl_beta":
+        engine = ["algorithm.use_kl_loss=true"]  # a coefficient applies with the KL loss on (jax)
     cfg = load_config([override, *engine], notify=quiet)
     native = OmegaConf.select(cfg, mapping.native)
     native = OmegaConf.to_container(native) if OmegaConf.is_config(native) else native

@@ -52,3 +52,45 @@ def test_token_mean_weighs_every_token_alike_and_seq_mean_every_sequence_alike()
 
 def test_the_jax_backends_native_mode_needs_no_scaling():
     assert loss_agg_scales(LENGTHS, "seq-mean-token-mean", "seq-mean-token-mean", MAX_LEN) == [1.0] * 4
+
+
+def _skyrl_token_weights(mode: str, group_size: int, micro_batch: int) -> list[float]:
+    """Per-token weights SkyRL's own reduction gives (its apply_loss_reduction_to_advantages_minibatch,
+    advantages of 1), one per sequence (every token of a sequence gets the same weight)."""
+    import torch
+    from skyrl.backends.skyrl_train.utils.ppo_utils import apply_loss_reduction_to_advantages_minibatch
+
+    mask = torch.zeros(len(LENGTHS), max(LENGTHS))
+    for i, n in enumerate(LENGTHS):
+        mask[i, :n] = 1
+    bounds = [(i, min(i + group_size, len(LENGTHS))) for i in range(0, len(LENGTHS), group_size)]
+    scaled = apply_loss_reduction_to_advantages_minibatch(
+        torch.ones_like(mask), mask, mode, micro_batch, MAX_LEN, prompt_boundaries=bounds
+    )
+    return [float(scaled[i, 0]) for i in range(len(LENGTHS))]
+
+
+SKYRL_NAMES = {
+    "token-mean": "token_mean",
+    "seq-mean-token-mean": "sequence_mean",
+    "seq-mean-token-sum-norm": "seq_mean_token_sum_norm",
+    "prompt_mean": "prompt_mean",
+    "token_mean_legacy": "token_mean_legacy",
+}
+
+
+@pytest.mark.parametrize("backend", ["seq-mean-token-mean", "token-sum"])
+@pytest.mark.parametrize("mode", sorted(SKYRL_NAMES))
+def test_each_mode_weighs_tokens_as_skyrls_own_reduction_of_that_name(mode, backend):
+    group_size, micro_batch = 2, 2
+    b = len(LENGTHS)
+    own = [1.0] * b if backend == "token-sum" else [1 / (b * n) for n in LENGTHS]
+    scales = loss_agg_scales(LENGTHS, mode, backend, MAX_LEN, group_size=group_size, micro_batch=micro_batch)
+    ours = [s * o for s, o in zip(scales, own, strict=True)]
+    assert np.allclose(ours, _skyrl_token_weights(SKYRL_NAMES[mode], group_size, micro_batch))
+
+
+def test_seq_mean_token_sum_sums_each_sequence_and_averages_the_batch():
+    scales = loss_agg_scales(LENGTHS, "seq-mean-token-sum", "token-sum", MAX_LEN)
+    assert np.isclose(objective(scales, "token-sum"), sum(LENGTHS) / len(LENGTHS))
+    assert np.allclose(scales, 1 / len(LENGTHS))

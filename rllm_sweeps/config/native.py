@@ -77,7 +77,10 @@ def planted_tree() -> DictConfig:
 
 
 COLOCATED_ENGINES = "rllm_colocated_engines"
+MINI_BATCH = "rllm_mini_batch"
+KL_BETA = "rllm_kl_beta"
 _ENGINE = "skyrl.train.generator.inference_engine."
+_POLICY = "skyrl.train.trainer.policy."
 # What each of our resolvers reads (the sweep composer re-evaluates one only when these change).
 RESOLVER_READS: dict[str, tuple[str, ...]] = {
     COLOCATED_ENGINES: (
@@ -88,6 +91,19 @@ RESOLVER_READS: dict[str, tuple[str, ...]] = {
         _ENGINE + "tensor_parallel_size",
         _ENGINE + "pipeline_parallel_size",
         _ENGINE + "data_parallel_size",
+    ),
+    KL_BETA: ("algorithm.use_kl_loss",),
+    MINI_BATCH: (
+        "data.train_batch_size",
+        "rollout.n",
+        "skyrl.engine",
+        "resources.nodes",
+        "resources.gpus_per_node",
+        _POLICY + "sequence_parallel_size",
+        _POLICY + "megatron_config.tensor_model_parallel_size",
+        _POLICY + "megatron_config.pipeline_model_parallel_size",
+        _POLICY + "megatron_config.context_parallel_size",
+        "skyrl.train.trainer.micro_train_batch_size_per_gpu",
     ),
 }
 
@@ -104,10 +120,44 @@ def _colocated_engines(*, _root_: DictConfig) -> int:
     return max(1, gpus // per_engine)
 
 
+def _mini_batch(preferred: int, *, _root_: DictConfig) -> int:
+    """trainer.mini_batch_size when the user leaves it: ``preferred`` prompts per optimizer step,
+    or the largest smaller size that the batch and the GPUs allow, so that a batch the user chose
+    never fails on a mini batch they did not: it divides data.train_batch_size and, on SkyRL's GPU
+    trainer, its sequences (x rollout.n) split evenly over the data-parallel ranks in whole micro
+    batches (SkyRL's validate_cfg). The batch itself (one optimizer step) when nothing smaller fits."""
+    batch, n = int(_root_.data.train_batch_size), int(_root_.rollout.n)
+    dp, micro = 1, 1
+    if _root_.skyrl.engine != "jax":
+        trainer = _root_.skyrl.train.trainer
+        gpus = int(_root_.resources.nodes) * max(1, int(_root_.resources.gpus_per_node))
+        if _root_.skyrl.engine == "megatron":
+            m = trainer.policy.megatron_config
+            per_replica = m.tensor_model_parallel_size * m.pipeline_model_parallel_size * m.context_parallel_size
+        else:
+            per_replica = trainer.policy.sequence_parallel_size
+        dp, micro = max(1, gpus // max(1, per_replica)), max(1, int(trainer.micro_train_batch_size_per_gpu))
+    for size in range(min(int(preferred), batch), 0, -1):
+        per_rank, rest = divmod(size * n, dp)
+        if batch % size == 0 and rest == 0 and per_rank % micro == 0:
+            return size
+    return batch
+
+
+def _kl_beta(*, _root_: DictConfig) -> float:
+    """algorithm.kl_beta when the user leaves it: rLLM's 0.0 (no KL), SkyRL's 0.001 once the
+    KL loss is turned on (algorithm.use_kl_loss, or SkyRL's own name for it)."""
+    return 0.001 if bool(_root_.algorithm.use_kl_loss) else 0.0
+
+
 def register() -> None:
     """Make `skyrl_native/planted` available to Hydra (idempotent)."""
     if not OmegaConf.has_resolver(COLOCATED_ENGINES):
         OmegaConf.register_new_resolver(COLOCATED_ENGINES, _colocated_engines)
+    if not OmegaConf.has_resolver(KL_BETA):
+        OmegaConf.register_new_resolver(KL_BETA, _kl_beta)
+    if not OmegaConf.has_resolver(MINI_BATCH):
+        OmegaConf.register_new_resolver(MINI_BATCH, _mini_batch)
     ConfigStore.instance().store(group="skyrl_native", name="planted", node=planted_tree())
 
 

@@ -77,6 +77,16 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
             issues.append(ConfigIssue(key, f"unknown key '{key}'{special}"))
             continue
         hint = did_you_mean(key, known)
+        if hint == "." and _in_skyrls_sections(key):
+            issues.append(
+                ConfigIssue(
+                    key,
+                    f"unknown key '{key}': neither a common key nor a setting of SkyRL 0.4's config; a setting "
+                    "that an example's own entry point adds to SkyRL's config (its DAPO example's "
+                    "overlong_buffer_*) is not SkyRL's: remove it",
+                )
+            )
+            continue
         issues.append(
             ConfigIssue(
                 key,
@@ -85,6 +95,12 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
             )
         )
     return issues
+
+
+def _in_skyrls_sections(key: str) -> bool:
+    from rllm_sweeps.config.spelling import is_unknown_in_shared_section
+
+    return is_unknown_in_shared_section(key)
 
 
 def rllm_hint(key: str) -> str:

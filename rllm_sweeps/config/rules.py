@@ -11,12 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rllm_sweeps.keymap import LOSS_AGG_MODES, LR_SCHEDULES, NATIVE_ESTIMATORS
+from rllm_sweeps.keymap import LOSS_AGG_MODES, LR_SCHEDULES
+from rllm_sweeps.training.advantages import ESTIMATORS as _ESTIMATOR_FUNCTIONS
 
 Check = Callable[[Any], str | None]
 
 ENGINES = ("jax", "fsdp", "megatron")
-ESTIMATORS = tuple(NATIVE_ESTIMATORS)
+ESTIMATORS = tuple(_ESTIMATOR_FUNCTIONS)
 LOGGERS = ("console", "tensorboard", "wandb")
 RESUME_MODES = ("auto", "disable")
 
@@ -29,12 +30,15 @@ def _is_number(v: Any) -> bool:
     return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
 
 
-def integer(ge: int | None = None, nullable: bool = False) -> Check:
+def integer(ge: int | None = None, nullable: bool = False, off: int | None = None) -> Check:
+    """`off`: a value outside the range that means "off" (rLLM's -1)."""
+
     def check(v: Any) -> str | None:
-        if v is None and nullable:
+        if (v is None and nullable) or (off is not None and v == off and _is_int(v)):
             return None
         bound = f" >= {ge}" if ge is not None else ""
         expected = f"an integer{bound}" + (" or null" if nullable else "")
+        expected += f" or {off} (off)" if off is not None else ""
         if not _is_int(v) or (ge is not None and v < ge):
             return expected
         return None
@@ -42,14 +46,22 @@ def integer(ge: int | None = None, nullable: bool = False) -> Check:
     return check
 
 
-def number(gt: float | None = None, ge: float | None = None, le: float | None = None, lt: float | None = None) -> Check:
+def number(
+    gt: float | None = None,
+    ge: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    nullable: bool = False,
+) -> Check:
     bounds = [f"> {gt}" if gt is not None else "", f">= {ge}" if ge is not None else ""]
     bounds += [f"<= {le}" if le is not None else "", f"< {lt}" if lt is not None else ""]
     expected = "a number " + " and ".join(b for b in bounds if b)
 
     def check(v: Any) -> str | None:
+        if v is None and nullable:
+            return None
         if not _is_number(v):
-            return expected.strip()
+            return expected.strip() + (" or null" if nullable else "")
         if (gt is not None and not v > gt) or (ge is not None and not v >= ge):
             return expected
         if (le is not None and not v <= le) or (lt is not None and not v < lt):
@@ -64,6 +76,22 @@ def one_of(*allowed: str) -> Check:
         return None if v in allowed else "one of " + ", ".join(allowed)
 
     return check
+
+
+def estimator(v: Any) -> str | None:
+    if v in ESTIMATORS:
+        return None
+    why = "; gae needs a value model (critic), which the loop does not train" if v == "gae" else ""
+    return "one of " + ", ".join(ESTIMATORS) + why
+
+
+def lr_schedule(v: Any) -> str | None:
+    if v in LR_SCHEDULES:
+        return None
+    return (
+        "one of " + ", ".join(LR_SCHEDULES) + " (the loop computes the lr of every step on every engine; "
+        "SkyRL's constant_with_warmup and cosine_with_warmup are constant and cosine)"
+    )
 
 
 def boolean(v: Any) -> str | None:
@@ -120,24 +148,24 @@ RULES: dict[str, Check] = {
     "trainer.max_grad_norm": number(ge=0),
     "trainer.mini_batch_size": integer(ge=1),
     "trainer.total_epochs": integer(ge=1),
-    "trainer.total_batches": integer(ge=1, nullable=True),
-    "trainer.test_freq": integer(ge=0),
-    "trainer.save_freq": integer(ge=0),
+    "trainer.total_batches": integer(ge=1, nullable=True, off=-1),  # -1 (rLLM): off, as null
+    "trainer.test_freq": integer(ge=0, off=-1),  # 0 or -1: validate only after the last step
+    "trainer.save_freq": integer(ge=0, off=-1),  # 0: only after the last step; -1 (rLLM): never
     "trainer.val_before_train": boolean,
     "trainer.seed": integer(ge=0),
     "trainer.logger": name_or_list_of(one_of(*LOGGERS)),
     "trainer.project_name": text,
     "trainer.experiment_name": text,
     "trainer.resume_mode": one_of(*RESUME_MODES),
-    "algorithm.adv_estimator": one_of(*ESTIMATORS),
+    "algorithm.adv_estimator": estimator,
     "algorithm.norm_adv_by_std_in_grpo": boolean,
     "algorithm.loss_fn": text,  # which engine implements it: rllm_sweeps/engines.py
     "algorithm.eps_clip": number(gt=0, lt=1),
-    "algorithm.eps_clip_high": number(gt=0),
+    "algorithm.eps_clip_high": number(gt=0, nullable=True),  # null: eps_clip (symmetric)
     "algorithm.use_kl_loss": boolean,
     "algorithm.kl_beta": number(ge=0),
     "algorithm.loss_agg_mode": one_of(*LOSS_AGG_MODES),
-    "algorithm.lr_schedule": one_of(*LR_SCHEDULES),
+    "algorithm.lr_schedule": lr_schedule,
     "algorithm.warmup_steps_ratio": number(ge=0, lt=1),
     "resources.nodes": integer(ge=1),
     "resources.gpus_per_node": integer(ge=0),
@@ -180,6 +208,17 @@ CROSS_RULES: tuple[CrossRule, ...] = (
         lambda use_kl, engine: not (use_kl and engine in ("fsdp", "megatron")),
         "algorithm.use_kl_loss=true runs on skyrl.engine=jax only: SkyRL's Tinker-mode trainer "
         "(fsdp/megatron) turns its KL loss off",
+    ),
+    CrossRule(
+        ("algorithm.kl_beta", "algorithm.use_kl_loss"),
+        lambda beta, use_kl: not use_kl or beta > 0,
+        "algorithm.use_kl_loss=true needs algorithm.kl_beta > 0",
+    ),
+    CrossRule(
+        ("algorithm.kl_beta", "algorithm.use_kl_loss"),
+        lambda beta, use_kl: use_kl or beta == 0,
+        "algorithm.kl_beta > 0 applies a KL loss only with algorithm.use_kl_loss=true (rLLM on verl turns "
+        "it on by kl_beta alone): add algorithm.use_kl_loss=true",
     ),
     CrossRule(
         ("resources.gpus_per_node", "skyrl.engine"),

@@ -142,8 +142,19 @@ def skyrl_validate_cfg(train: dict[str, Any], engine: str | None) -> list[Config
     from skyrl.train.config.config import build_nested_dataclass
     from skyrl.train.utils.utils import validate_cfg
 
+    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.engines import LOOP_IMPLEMENTED
+
+    tree = json.loads(json.dumps(train))
+    for path in LOOP_IMPLEMENTED:
+        *parents, leaf = path.split(".")
+        node, default = tree, skyrl_train_defaults()
+        for part in parents:
+            node, default = node.get(part, {}), default.get(part, {})
+        if leaf in default:
+            node[leaf] = default[leaf]
     try:
-        validate_cfg(build_nested_dataclass(SkyRLTrainConfig, json.loads(json.dumps(train))))
+        validate_cfg(build_nested_dataclass(SkyRLTrainConfig, tree))
     except (AssertionError, ValueError, TypeError, NotImplementedError, ZeroDivisionError) as err:
         text = str(err) or failed_check(err)
         if "WANDB_API_KEY" in text and not os.environ.get("WANDB_API_KEY"):

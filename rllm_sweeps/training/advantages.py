@@ -20,7 +20,15 @@ Conventions (rLLM inherits these estimators from verl; deviations are marked):
   advantage when response lengths differ; here the batch is only scaled, so
   those groups stay exactly 0 (identical to verl when all lengths are equal).
 
-All baselined estimators give exactly 0 to a group whose rewards are all equal.
+SkyRL's estimators that rLLM does not have, by SkyRL's names (skyrl/backends/skyrl_train/
+utils/ppo_utils.py):
+
+* ``reinforce++``: the return whitened over the whole batch's tokens, ``(r - mean) /
+  sqrt(var + 1e-8)`` with each response weighted by its length and Bessel's correction over the
+  token count, as SkyRL's ``masked_whiten`` (no group baseline).
+* ``maxrl``: ``(r - mean(group)) / (mean(group) + 1e-6)``; a group of size 1 gets ``r``.
+
+All group-baselined estimators give exactly 0 to a group whose rewards are all equal.
 A group of size 1 has no baseline: as in verl, its mean is taken as 0 and its
 std as 1, so ``grpo``/``rloo`` return the raw reward there (REINFORCE).
 """
@@ -91,18 +99,44 @@ def reinforce_plus_plus_baseline(rewards, eps: float = WHITEN_EPS) -> np.ndarray
     return centred / np.sqrt(std**2 + eps)
 
 
+def reinforce_pp(rewards, lengths=None, eps: float = WHITEN_EPS) -> np.ndarray:
+    """SkyRL's REINFORCE++: the returns whitened over the whole batch's tokens (``lengths``:
+    response tokens, same shape as ``rewards``; None = one token each)."""
+    r = _as_groups(rewards)
+    w = np.ones_like(r) if lengths is None else np.maximum(np.asarray(lengths, dtype=np.float64).reshape(r.shape), 1)
+    tokens = w.sum()
+    if tokens < 2:
+        return np.zeros_like(r)
+    mean = (w * r).sum() / tokens
+    var = (w * (r - mean) ** 2).sum() / tokens * tokens / (tokens - 1)
+    return (r - mean) / np.sqrt(var + eps)
+
+
+def maxrl(rewards, eps: float = GRPO_EPS) -> np.ndarray:
+    """SkyRL's MaxRL: the group-relative reward divided by the group mean."""
+    r = _as_groups(rewards)
+    if r.shape[1] == 1:
+        return r.copy()
+    mean = r.mean(axis=1, keepdims=True)
+    return np.where(_constant_groups(r), 0.0, (r - mean) / (mean + eps))
+
+
 ESTIMATORS: dict[str, Callable[..., np.ndarray]] = {
     "grpo": grpo,
     "rloo": rloo,
     "reinforce": reinforce,
     "reinforce_plus_plus_baseline": reinforce_plus_plus_baseline,
+    "reinforce++": reinforce_pp,
+    "maxrl": maxrl,
 }
 
 
-def compute_advantages(rewards, estimator: str, *, norm_adv_by_std_in_grpo: bool = True) -> np.ndarray:
-    """Dispatch on ``algorithm.adv_estimator``."""
+def compute_advantages(rewards, estimator: str, *, norm_adv_by_std_in_grpo: bool = True, lengths=None) -> np.ndarray:
+    """Dispatch on ``algorithm.adv_estimator`` (``lengths``: response tokens, for reinforce++)."""
     if estimator not in ESTIMATORS:
         raise ValueError(f"unknown adv_estimator {estimator!r}; expected one of {sorted(ESTIMATORS)}")
     if estimator == "grpo":
         return grpo(rewards, norm_by_std=norm_adv_by_std_in_grpo)
+    if estimator == "reinforce++":
+        return reinforce_pp(rewards, lengths)
     return ESTIMATORS[estimator](rewards)

@@ -196,7 +196,8 @@ class RLTrainer:
             last = step == self.total_steps
             if (s.test_freq > 0 and step % s.test_freq == 0) or last:
                 self.validate()
-            if self.checkpoint_dir is not None and ((s.save_freq > 0 and step % s.save_freq == 0) or last):
+            periodic = s.save_freq > 0 and step % s.save_freq == 0
+            if self.checkpoint_dir is not None and (periodic or (last and s.save_freq >= 0)):
                 self.save_checkpoint(self.checkpoint_dir / f"step_{step}")
         vals = self.state.val_history
         return {
@@ -228,7 +229,10 @@ class RLTrainer:
         t_reward = time.perf_counter() - t1
 
         # 4. Advantages per group of rollout.n, broadcast over the response tokens.
-        adv = compute_advantages(rewards, s.adv_estimator, norm_adv_by_std_in_grpo=s.norm_adv_by_std_in_grpo)
+        lengths = np.array([len(r.response_ids) for r in rollouts]).reshape(rewards.shape)
+        adv = compute_advantages(
+            rewards, s.adv_estimator, norm_adv_by_std_in_grpo=s.norm_adv_by_std_in_grpo, lengths=lengths
+        )
         for r, a in zip(rollouts, adv.reshape(-1), strict=True):
             r.advantage = float(a)
 
@@ -491,6 +495,8 @@ class RLTrainer:
             self.settings.loss_agg_mode,
             self.engine.backend_reduction,
             self.settings.loss_norm_length or self.settings.max_response_length,
+            group_size=self.settings.n,  # a mini batch holds whole groups, in order
+            micro_batch=self.settings.legacy_micro_batch,
         )
         for d, scale in zip(datums, scales, strict=True):
             if scale != 1.0:
@@ -622,29 +628,64 @@ def _response_slice(d: dict) -> slice:
     return slice(d["n_prompt"], d["n_prompt"] + d["n_resp"])
 
 
-def loss_agg_scales(n_resp: Sequence[int], mode: str, backend_reduction: str, max_len: int) -> list[float]:
+def loss_agg_scales(
+    n_resp: Sequence[int],
+    mode: str,
+    backend_reduction: str,
+    max_len: int,
+    group_size: int = 1,
+    micro_batch: int = 1,
+) -> list[float]:
     """Per-response factors on the advantages that turn the backend's own reduction into ``mode``.
 
     Both losses are linear in the advantage up to a positive factor, so scaling response i's
-    advantages by ``want_i / has_i`` gives each of its tokens the weight ``mode`` asks for:
-    ``want_i`` = 1/N (token-mean: N tokens in the mini batch), 1/(B n_i) (seq-mean-token-mean:
-    B sequences, n_i tokens of sequence i), 1/(B max_len) (seq-mean-token-sum-norm); ``has_i``
-    = 1/(B n_i) for a backend that averages each sequence then the batch (SkyRL's JAX backend),
-    1 for one that sums the tokens (SkyRL's GPU trainer in Tinker mode).
+    advantages by ``want_i / has_i`` gives each of its tokens the weight ``mode`` asks for, with B
+    sequences and N tokens in the mini batch and n_i tokens in sequence i (SkyRL's
+    ``apply_loss_reduction_to_advantages_minibatch`` for its names):
+
+    - token-mean (``token_mean``): 1/N;
+    - seq-mean-token-mean (``sequence_mean``): 1/(B n_i);
+    - seq-mean-token-sum-norm (``seq_mean_token_sum_norm``, Dr. GRPO): 1/(B max_len);
+    - seq-mean-token-sum (rLLM/verl): 1/B;
+    - ``prompt_mean``: 1/(G T_g), G prompt groups of ``group_size`` consecutive sequences, T_g the
+      tokens of i's group;
+    - ``token_mean_legacy``: 1/(K T_k), K micro batches of ``micro_batch`` consecutive sequences,
+      T_k the tokens of i's micro batch.
+
+    ``has_i`` = 1/(B n_i) for a backend that averages each sequence then the batch (SkyRL's JAX
+    backend), 1 for one that sums the tokens (SkyRL's GPU trainer in Tinker mode).
     """
     if not n_resp:
         return []
-    b, total = len(n_resp), sum(n_resp)
+    lengths = [max(n, 1) for n in n_resp]
+    b, total = len(lengths), sum(lengths)
+
+    def chunk_tokens(size: int) -> tuple[int, list[int]]:
+        """(number of chunks, tokens of each sequence's chunk) for consecutive chunks of `size`."""
+        size = max(size, 1)
+        sums = [sum(lengths[i : i + size]) for i in range(0, b, size)]
+        return len(sums), [sums[i // size] for i in range(b)]
+
+    if mode == "prompt_mean":
+        count, tokens = chunk_tokens(group_size)
+    elif mode == "token_mean_legacy":
+        count, tokens = chunk_tokens(micro_batch)
     scales = []
-    for n in n_resp:
-        n = max(n, 1)
-        want = {
-            "token-mean": 1 / total,
-            "seq-mean-token-mean": 1 / (b * n),
-            "seq-mean-token-sum-norm": 1 / (b * max_len),
-        }
+    for i, n in enumerate(lengths):
+        if mode == "token-mean":
+            want = 1 / total
+        elif mode == "seq-mean-token-mean":
+            want = 1 / (b * n)
+        elif mode == "seq-mean-token-sum-norm":
+            want = 1 / (b * max_len)
+        elif mode == "seq-mean-token-sum":
+            want = 1 / b
+        elif mode in ("prompt_mean", "token_mean_legacy"):
+            want = 1 / (count * tokens[i])
+        else:
+            raise ValueError(f"unknown loss_agg_mode {mode!r}")
         has = 1.0 if backend_reduction == "token-sum" else 1 / (b * n)
-        scales.append(want[mode] / has)
+        scales.append(want / has)
     return scales
 
 

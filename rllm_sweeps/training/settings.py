@@ -50,6 +50,7 @@ CONFIG_KEYS: dict[str, str] = {
     "cispo_eps_clip_low": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_low",
     "cispo_eps_clip_high": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_high",
     "loss_norm_length": "skyrl.train.trainer.algorithm.max_seq_len",
+    "legacy_micro_batch": "skyrl.train.trainer.micro_train_batch_size_per_gpu",
 }
 
 
@@ -101,6 +102,7 @@ class LoopSettings:
     cispo_eps_clip_low: float = 1.0  # CISPO's ratio clip range: [1 - low, 1 + high]
     cispo_eps_clip_high: float = 4.0
     loss_norm_length: int | None = None  # seq-mean-token-sum-norm's constant (None: max_response_length)
+    legacy_micro_batch: int = 1  # token_mean_legacy: sequences per token-mean (SkyRL's micro batch)
 
     @classmethod
     def from_config(cls, cfg: Any) -> LoopSettings:
@@ -136,20 +138,24 @@ class LoopSettings:
         return 1.0 + (self.eps_clip if self.eps_clip_high is None else self.eps_clip_high)
 
     def total_steps(self, train_size: int) -> int:
-        """Training steps: ``total_batches`` if set, else whole epochs (last partial batch dropped)."""
-        if self.total_batches is not None:
+        """Training steps: ``total_batches`` if set (not null or rLLM's -1), else whole epochs (last
+        partial batch dropped)."""
+        if self.total_batches is not None and self.total_batches >= 0:
             return self.total_batches
         return self.total_epochs * (train_size // self.train_batch_size)
 
     def lr_at(self, step: int, total_steps: int) -> float:
-        """Learning rate for 0-based optimizer step ``step`` (linear warmup, then constant/cosine)."""
+        """Learning rate for 0-based optimizer step ``step``: linear warmup, then constant, cosine
+        or linear decay towards 0 (transformers' schedules of the same names)."""
         warmup = int(self.warmup_steps_ratio * total_steps)
         if step < warmup:
             return self.lr * (step + 1) / warmup
+        span = max(1, total_steps - warmup)
+        progress = min(1.0, (step - warmup) / span)
         if self.lr_schedule == "cosine":
-            span = max(1, total_steps - warmup)
-            progress = min(1.0, (step - warmup) / span)
             return self.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+        if self.lr_schedule == "linear":
+            return self.lr * (1.0 - progress)
         return self.lr
 
     def as_dict(self) -> dict[str, Any]:
