@@ -5,9 +5,8 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from rllm_sweeps.app import preflight, run_hydra_job
+from rllm_sweeps.app import command_line, preflight, run_hydra_job
 from rllm_sweeps.config.native import register
-from rllm_sweeps.config.spelling import canonical_overrides
 
 register()
 
@@ -18,7 +17,7 @@ def main(cfg: DictConfig) -> dict:
 
 
 if __name__ == "__main__":
-    # rLLM's and SkyRL's spellings too; notes (a key SkyRL renamed or drops) go to stderr
-    sys.argv[1:] = canonical_overrides(sys.argv[1:], notify=lambda note: print(note, file=sys.stderr))
+    # rLLM's and SkyRL's spellings, sweep files by path; notes (a key SkyRL renamed) go to stderr
+    sys.argv[1:] = command_line(sys.argv[1:], notify=lambda note: print(note, file=sys.stderr))
     preflight(sys.argv[1:])
     main()

@@ -8,6 +8,7 @@ first, and answers `--help` and `--cfg job` with the reconciled, validated confi
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -23,6 +24,28 @@ def fail(message: str) -> None:
     raise SystemExit(EXIT_BAD_CONFIG)
 
 
+SWEEP_FILE_SETTING = "hydra.sweeper.sweep_file"
+
+
+def command_line(argv: list[str], notify: Callable[[str], None]) -> list[str]:
+    """train.py's arguments as Hydra takes them: rLLM's and SkyRL's spellings made canonical
+    (config/spelling.py), and a sweep file given by path (`+sweep=PATH.yaml`, which Hydra would
+    look up as a config-group option) handed to the sweeper by path."""
+    from pathlib import Path
+
+    from rllm_sweeps.config.spelling import canonical_overrides
+
+    out = []
+    for arg in canonical_overrides(argv, notify=notify):
+        key, eq, value = arg.partition("=")
+        if eq and key.lstrip("+") == "sweep" and (value.endswith((".yaml", ".yml")) or "/" in value):
+            if not Path(value).is_file():
+                fail(f"{arg}: no sweep file {value} (a sweep file by path is a YAML file; by name: conf/sweep/NAME)")
+            arg = f"{SWEEP_FILE_SETTING}={Path(value).resolve()}"
+        out.append(arg)
+    return out
+
+
 def preflight(argv: list[str]) -> None:
     """Check the command line before Hydra runs; may print and exit."""
     from hydra._internal.utils import get_args_parser
@@ -33,7 +56,9 @@ def preflight(argv: list[str]) -> None:
     if args.help:
         print(usage())
         raise SystemExit(0)
-    sweep_file = next((o for o in args.overrides if o.lstrip("+").split("=", 1)[0] == "sweep"), None)
+    sweep_file = next(
+        (o for o in args.overrides if o.lstrip("+").split("=", 1)[0] in ("sweep", SWEEP_FILE_SETTING)), None
+    )
     if sweep_file is not None and not args.multirun:
         fail(f"'{sweep_file}' selects a sweep, which runs with -m: python train.py -m {' '.join(args.overrides)}")
     try:
@@ -75,6 +100,23 @@ def run_hydra_job(cfg: DictConfig) -> dict:
     return {"status": result.status, "final": result.final, "config_hash": result.config_hash}
 
 
+SWEEP_SETTING_HELP = {
+    "name": "the sweep directory's name (multirun/PROJECT/NAME-ID)",
+    "description": "free text, kept in plan.json",
+    "method": "grid | random | optuna (W&B's bayes: optuna with TPE)",
+    "metric": "{name: val_reward_mean, goal: maximize}",
+    "parameters": "KEY: {values: [...]} | {distribution: ..., min, max} (W&B's form)",
+    "zip": "[[key_a, key_b], ...]: keys that vary together",
+    "seeds": "N or [s1, ...]: replicates on trainer.seed",
+    "seed_key": "the key seeds set (default trainer.seed)",
+    "constraints": '["rollout.n * data.train_batch_size <= 512", ...]',
+    "budget": "jobs, for random and optuna",
+    "run_cap": "W&B's name for budget",
+    "parallel": "jobs in flight (default 1)",
+    "seed": "the sweep's own random seed",
+}
+
+
 def usage() -> str:
     from rllm_sweeps.config.load import load_config
     from rllm_sweeps.keymap import KEY_MAPPINGS
@@ -98,6 +140,18 @@ def usage() -> str:
         "",
         "Engine: skyrl.engine=jax|fsdp|megatron; any SkyRL-native key by its full path, e.g.",
         f"  {example.native}=2e-6   (the same setting as {example.common})",
+        "",
+        "Sweeps (with -m; docs/SWEEPS.md): KEY=A,B / range(...) / interval(a,b) on any key, or a sweep file:",
+        "  +sweep=NAME (conf/sweep/NAME.yaml) or +sweep=PATH.yaml (also a W&B sweep file)",
+    ]
+    for key in cfg.sweep:
+        if key != "optuna":
+            lines.append(f"  {'sweep.' + key:<36} {SWEEP_SETTING_HELP[key]}")
+    lines += [
+        f"  {'sweep.optuna.sampler / .pruner':<36} method optuna (docs/OPTUNA.md)",
+        f"  {'hydra.sweeper.dry_run=true':<36} the plan, every job shown validated, the cost; runs nothing",
+        f"  {'hydra.sweeper.parallel=N':<36} jobs in flight (overrides sweep.parallel)",
+        f"  {'hydra/launcher=slurm':<36} run the jobs on SLURM (docs/SLURM.md)",
         "Hydra's own help: --hydra-help",
     ]
     return "\n".join(lines)

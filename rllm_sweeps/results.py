@@ -21,6 +21,8 @@ PLAN_FILE = "plan.json"
 JOBS_DIR = "jobs"
 SLURM_JOB_ID_FILE = "slurm_job_id"  # in a job's directory: its newest SLURM job id
 SCHEMA_VERSION = 1
+# What a job's `final` holds: the validation metrics the loop reports (a sweep's metric is one of them).
+VALIDATION_METRICS = ("val_reward_mean", "val_reward_std", "val_response_length_mean", "val_num_samples")
 
 # Job states. `completed` and `pruned` are final successes; resume reruns the others.
 COMPLETED, FAILED, PRUNED, RUNNING, PREEMPTED = "completed", "failed", "pruned", "running", "preempted"

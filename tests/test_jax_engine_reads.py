@@ -104,3 +104,27 @@ def test_kl_penalty_to_the_base_model_changes_training_on_the_jax_engine(backend
     assert "kl" not in plain_steps[1]
     assert kl_steps[1]["reward_mean"] == plain_steps[1]["reward_mean"]  # same policy sampled, same rewards
     assert not np.isclose(kl_steps[1]["loss"], plain_steps[1]["loss"], atol=1e-4)
+
+
+def test_rllms_never_save_and_end_only_validation_and_skyrls_estimator_and_reduction_train(
+    backend_and_tokenizer, tmp_path
+):
+    from rllm_sweeps.tasks import load_task
+
+    backend, tokenizer = backend_and_tokenizer
+    runs = {
+        "never": ["trainer.save_freq=-1", "trainer.test_freq=-1", "trainer.val_before_train=false"],
+        "at_end": ["trainer.save_freq=0", "trainer.test_freq=0", "trainer.val_before_train=false"],
+    }
+    saved, validations = {}, {}
+    for name, overrides in runs.items():
+        # SkyRL's estimator and loss reduction (no rLLM twin) on the same run: the loop computes both.
+        s, cfg = settings(*overrides, "algorithm.adv_estimator=reinforce++", "algorithm.loss_agg_mode=prompt_mean")
+        ckpt = tmp_path / name / "checkpoints"
+        t = RLTrainer(s, backend, load_task(cfg.task), tokenizer, tmp_path / name, model_id=name, checkpoint_dir=ckpt)
+        t.fit()
+        assert t.state.step == 2
+        saved[name] = sorted(p.name for p in ckpt.glob("step_*")) if ckpt.exists() else []
+        validations[name] = [v["step"] for v in t.state.val_history]
+    assert saved == {"never": [], "at_end": ["step_2"]}  # -1: never; 0: after the last step only
+    assert validations == {"never": [2], "at_end": [2]}  # the sweep's metric still comes from the end

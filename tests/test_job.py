@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rllm_sweeps.results import JobResult, read_metrics
+from rllm_sweeps.results import VALIDATION_METRICS, JobResult, read_metrics
 from rllm_sweeps.runtime.ray_cluster import pid_alive
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,6 +57,7 @@ def test_job_writes_result_metrics_config_and_tensorboard_events(tmp_path):
     result = JobResult.read(tmp_path / "job")
     assert result.status == "completed" and result.steps == 4
     assert 0.0 <= result.final["val_reward_mean"] <= 1.0
+    assert set(result.final) == set(VALIDATION_METRICS)  # what a sweep's metric is checked against
     assert set(result.phase_time_s) == {"sample", "forward_backward", "optim", "other"}
     assert result.versions["skyrl"] == "0.4.0" and result.config_hash
     assert train_steps(tmp_path / "job") == [1, 2, 3, 4]

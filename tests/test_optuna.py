@@ -126,21 +126,12 @@ def test_a_killed_sweeper_resumes_the_study_to_exactly_its_budget_with_no_duplic
     assert "jobs already completed" in again.stdout
 
 
-def test_a_metric_the_training_never_reports_fails_at_the_first_validation_naming_both(tmp_path):
-    proc = run(
-        tmp_path,
-        "sweep.metric=val_accuracy",
-        "sweep.budget=1",
-        "sweep.parallel=1",
-        "trainer.val_before_train=true",  # the first validation: before any training step
-        *SHORT,
-        timeout=600,
-    )
-    assert proc.returncode == 1
-    message = next(line for line in proc.stderr.splitlines() if "never reports" in line)
-    assert "'val_accuracy'" in message and "val_reward_mean" in message and "fix sweep.metric" in message
-    (result,) = job_results(tmp_path).values()
-    assert result.status == "failed" and result.steps == 0 and "MetricNotReported" in result.error
+def test_a_metric_the_training_never_reports_is_refused_before_any_trial_runs(tmp_path):
+    proc = run(tmp_path, "sweep.metric=val_accuracy", "sweep.budget=1", "sweep.parallel=1", *SHORT, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "'val_accuracy' is not a metric the jobs report" in proc.stderr and "val_reward_mean" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert job_results(tmp_path) == {}  # nothing ran
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,7 @@ BAD = [
     ["trainer.lr=-1"],
     ["trainer.lr=abc", "rollout.n=0"],
     ["skyrl.train.trainer.strategy=deepspeed"],
-    ["data.train_batch_size=30"],
+    ["data.train_batch_size=30", "trainer.mini_batch_size=4"],
     ["skyrl.engine=fsdp", "resources.gpus_per_node=1", "algorithm.use_kl_loss=true"],  # jax only
     ["skyrl.train.trainer.algorithm.sapo.tau_pos=2.0"],  # a key the jax engine does not read
     ["trainer.max_grad_norm=0.5", "skyrl.train.trainer.algorithm.policy_loss_type=gspo"],

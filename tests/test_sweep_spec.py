@@ -172,7 +172,7 @@ def test_file_accepts_wandb_shapes_and_hydra_expressions(tmp_path):
         tmp_path,
         """
 method: random
-metric: {name: val_reward_best, goal: maximize}
+metric: {name: val_reward_std, goal: maximize}
 run_cap: 12
 parameters:
   trainer.lr: {distribution: log_uniform_values, min: 1.0e-5, max: 1.0e-3}
@@ -186,7 +186,7 @@ parameters:
 """,
     )
     spec = parse_sweep([f"+sweep={path}"]).spec
-    assert spec.budget == 12 and spec.metric[0].name == "val_reward_best"
+    assert spec.budget == 12 and spec.metric[0].name == "val_reward_std"
     assert set(spec.keys) == {
         "trainer.lr",
         "algorithm.eps_clip",
@@ -341,13 +341,13 @@ def test_log_uniform_needs_positive_bounds_and_min_below_max(tmp_path):
 def test_bad_settings_are_all_reported_at_once(tmp_path):
     path = write(
         tmp_path,
-        "method: bayes\nparallel: 0\nseeds: 2\nmetrc: x\n"
+        "method: hyperopt\nparallel: 0\nseeds: 2\nmetrc: x\n"
         "parameters:\n  trainer.seed: {values: [1, 2]}\n  trainer.lr: {distribution: normal, mu: 0, sigma: 1}\n"
         "constraints: ['__import__(\"os\")']\n",
         "bad.yaml",
     )
     message = errors([f"+sweep={path}", "rollout.n=tag(log,interval(0,4))"])
-    assert "bad.yaml: method: unknown method 'bayes'" in message
+    assert "bad.yaml: method: unknown method 'hyperopt'" in message
     assert "bad.yaml: parallel: parallel is an integer >= 1, got 0" in message
     assert "bad.yaml: metrc: unknown sweep setting 'metrc'; did you mean 'metric'?" in message
     assert (
@@ -382,7 +382,10 @@ def test_optuna_method_is_parsed_with_several_objectives():
         {
             "method": "optuna",
             "budget": 8,
-            "metric": [{"name": "val_reward_mean", "goal": "maximize"}, {"name": "wall_time_s", "goal": "minimize"}],
+            "metric": [
+                {"name": "val_reward_mean", "goal": "maximize"},
+                {"name": "val_response_length_mean", "goal": "minimize"},
+            ],
             "parameters": {"trainer.lr": {"distribution": "log_uniform", "min": 1e-5, "max": 1e-3}},
         }
     )

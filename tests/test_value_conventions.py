@@ -157,3 +157,18 @@ def test_dr_grpos_loss_aggregation_on_fsdp_gets_its_length_from_the_data():
         [*GPU, "algorithm.loss_agg_mode=seq-mean-token-sum-norm", "data.max_response_length=64"], notify=quiet
     )
     assert cfg.skyrl.train.trainer.algorithm.max_seq_len == 64
+
+
+def test_unknown_keys_conflicts_types_ranges_and_cross_key_rules_are_reported_in_one_report():
+    found = problems(
+        [
+            "trainer.lrr=1",  # unknown
+            "trainer.seed=1",  # conflict with the native name below
+            "skyrl.train.trainer.seed=2",
+            "rollout.n=abc",  # type
+            "trainer.lr=-1",  # range
+            "data.train_batch_size=6",  # cross-key rule
+            "trainer.mini_batch_size=4",
+        ]
+    )
+    assert set(found) == {"trainer.lrr", "trainer.seed", "rollout.n", "trainer.lr", "data.train_batch_size"}

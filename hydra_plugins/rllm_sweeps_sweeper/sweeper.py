@@ -25,6 +25,7 @@ class RllmSweeperConf:
     params: Optional[Dict[str, str]] = None  # noqa: UP006,UP045  Hydra's sweeper.params: key -> expression
     rows: int = 20  # job rows a dry run prints
     max_retries: int = 2  # launches again after an infrastructure failure (node lost, OOM kill), per job
+    sweep_file: Optional[str] = None  # noqa: UP045  a sweep file by path (train.py: +sweep=PATH.yaml)
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="rllm", node=RllmSweeperConf, provider="rllm-sweeps")
@@ -32,9 +33,16 @@ ConfigStore.instance().store(group="hydra/sweeper", name="rllm", node=RllmSweepe
 
 class RllmSweeper(Sweeper):
     def __init__(
-        self, dry_run: bool, parallel: int | None, params: dict[str, str] | None, rows: int, max_retries: int
+        self,
+        dry_run: bool,
+        parallel: int | None,
+        params: dict[str, str] | None,
+        rows: int,
+        max_retries: int,
+        sweep_file: str | None = None,
     ) -> None:
         self.max_retries = max_retries
+        self.sweep_file = sweep_file
         self.dry_run = dry_run
         self.parallel = parallel
         self.params = dict(params or {})
@@ -56,5 +64,6 @@ class RllmSweeper(Sweeper):
             params=self.params,
             rows=self.rows,
             max_retries=self.max_retries,
+            sweep_file=self.sweep_file,
         )
         return run_sweep(arguments, self.config, options, config_loader=self.config_loader)

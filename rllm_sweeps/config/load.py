@@ -11,7 +11,7 @@ from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.overrides import parse_overrides, unknown_key_issues
 from rllm_sweeps.config.spelling import canonical_overrides
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue, validate
-from rllm_sweeps.keymap import reconcile
+from rllm_sweeps.keymap import KEY_MAPPINGS, reconcile
 
 Notify = Callable[[str], None]
 
@@ -64,10 +64,17 @@ def finalize(
     explicit = parse_overrides(overrides).explicit_keys
     result = reconcile(cfg, explicit)
     issues = [ConfigIssue(c.split("=", 1)[0], c) for c in result.conflicts]
-    if not issues and check:
+    if check:
+        # Every problem at once: a conflict's keys aside (which of their values counts is the question).
+        conflicting = {i.key for i in issues}
+        conflicting |= {m.native for m in KEY_MAPPINGS if m.common in conflicting}
         # A bad value that came in through a native name is reported under both names.
         origin = {common: f" (set through {native}={value!r})" for common, native, value in result.adopted}
-        issues = [ConfigIssue(i.key, i.message + origin.get(i.key, "")) for i in validate(cfg, explicit)]
+        issues += [
+            ConfigIssue(i.key, i.message + origin.get(i.key, ""))
+            for i in validate(cfg, explicit)
+            if i.key not in conflicting and not (conflicting and i.key == "skyrl.train")
+        ]
     if issues:
         raise ConfigError(issues, where)
     for common, native, _ in result.adopted:

@@ -36,11 +36,15 @@ class SweepOptions:
     rows: int = 20
     max_retries: int = 2  # per job, after an infrastructure failure
     progress_every_s: float = 10.0
+    sweep_file: str | None = None  # a sweep file by path (hydra.sweeper.sweep_file)
 
 
 def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions, config_loader: Any = None) -> None:
     """The sweeper's body (Hydra multirun): plan, then launch; exits non-zero on failures."""
-    plan_args = {"params": options.params, "config_loader": config_loader}
+    if options.parallel is not None and options.parallel < 1:  # 0 is an error, not unset; dry runs check it too
+        print(f"error: hydra.sweeper.parallel={options.parallel} is invalid: expected an integer >= 1", file=sys.stderr)
+        raise SystemExit(2)
+    plan_args = {"params": options.params, "config_loader": config_loader, "sweep_file": options.sweep_file}
     try:
         if options.dry_run:
             # The table first (no SkyRL import needed), then the jobs shown are validated.
@@ -51,15 +55,12 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    parallel = options.parallel if options.parallel is not None else plan.spec.parallel  # the spec checks its own
     sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
     if options.dry_run:
         print(f"validated the {plan.totals.validated} jobs shown: no problem found")
         print(f"plan: {plan.write(sweep_dir)} (dry run: nothing launched)")
         return
-    parallel = options.parallel if options.parallel is not None else plan.spec.parallel  # 0 is an error, not unset
-    if parallel < 1:
-        print(f"error: parallel={parallel} is invalid: expected an integer >= 1", file=sys.stderr)
-        raise SystemExit(2)
     launcher = make_launcher(hydra_cfg)
     if hasattr(launcher, "preflight"):
         # Everything the scheduler would refuse, for every job shape, before any job is queued.

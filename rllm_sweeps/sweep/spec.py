@@ -39,9 +39,11 @@ from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.overrides import config_groups
 from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue
+from rllm_sweeps.results import VALIDATION_METRICS
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
 from rllm_sweeps.sweep.optuna_settings import OptunaSettings, parse_optuna_settings
 from rllm_sweeps.sweep.values import format_value, parse_value
+from rllm_sweeps.sweep.wandb_fields import translate_wandb_fields
 
 METHODS = ("grid", "random", "optuna")
 SAMPLING_METHODS = ("random", "optuna")
@@ -534,9 +536,15 @@ class _Builder:
         if not isinstance(data, Mapping):
             self.problem(source, f"a sweep is a mapping, got {data!r}")
             data = {}
+        data = translate_wandb_fields(data, source, self.problem, self.notes.append)  # W&B's own fields
         raw: dict[str, tuple[Any, str]] = {k: (v, f"{source}: {k}") for k, v in data.items()}
         metric_parts: dict[str, tuple[Any, str]] = {}
         optuna_parts: dict[str, tuple[Any, str]] = {}
+        if settings.get("method", (None, ""))[0] == "bayes":
+            settings = {**settings, "method": ("optuna", settings["method"][1])}
+            if "optuna.sampler" not in settings:
+                optuna_parts["sampler"] = ("tpe", settings["method"][1])
+            self.notes.append(f"{settings['method'][1]}: method bayes runs as method optuna with the TPE sampler")
         for key, (value, where) in settings.items():
             if key.startswith("metric."):
                 metric_parts[key[len("metric.") :]] = (value, where)
@@ -694,6 +702,9 @@ class _Builder:
             if not isinstance(name, str) or not name:
                 self.problem(at, f"metric name is a non-empty string, got {name!r}")
                 name = Metric.name
+            elif name not in VALIDATION_METRICS:  # a dry run checks what the real run needs
+                hint = did_you_mean(name, VALIDATION_METRICS) or f" (the jobs report {', '.join(VALIDATION_METRICS)})"
+                self.problem(at, f"metric {name!r} is not a metric the jobs report{hint}")
             if goal not in GOALS:
                 self.problem(at, f"metric goal {goal!r} is not one of {', '.join(GOALS)}")
                 goal = Metric.goal
