@@ -4,7 +4,7 @@ Same loop, same backend (SkyRL's JaxBackend) as every job; here without Hydra an
 runs on a bare GPU image (see docs/BENCHMARKS.md for the device command). The model is
 `builtin:qwen3-0.5b-random` (about 0.45 B parameters, random init, built locally).
 
-    python bench/gpu_loop.py [--model builtin:qwen3-0.5b-random] [--steps 12] [KEY=VALUE ...]
+    python bench/gpu_loop.py [--model builtin:qwen3-0.5b-random] [--steps 12] [--round-trip] [KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ def load_config(overrides: list[str]):
     """conf/config.yaml + the toy task + overrides, with OmegaConf alone (no Hydra needed)."""
     from omegaconf import OmegaConf
 
+    from rllm_sweeps.config.native import register_resolvers
+
+    register_resolvers()  # conf/'s derived defaults (algorithm.kl_beta)
     cfg = OmegaConf.load(REPO / "conf" / "config.yaml")
     cfg.pop("defaults")
     cfg.pop("hydra")
@@ -51,6 +54,11 @@ def main() -> None:
     parser.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "rllm-sweeps"))
     parser.add_argument("--micro-batch", type=int, default=64, help="sequences per forward_backward call")
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument(
+        "--round-trip",
+        action="store_true",
+        help="publish the sampler's weights through save_sampler_checkpoint after every step (the old way)",
+    )
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
 
@@ -79,6 +87,13 @@ def main() -> None:
 
     from transformers import AutoTokenizer
 
+    import dataclasses
+
+    from rllm_sweeps.engines import traits
+
+    engine = traits("jax")
+    if args.round_trip:
+        engine = dataclasses.replace(engine, sampler_shares_trained_weights=False)
     steps: list[dict] = []
     trainer = RLTrainer(
         settings,
@@ -87,6 +102,7 @@ def main() -> None:
         AutoTokenizer.from_pretrained(str(model_dir)),
         Path(args.cache_dir) / "gpu-bench-work",
         hooks=LoopHooks(on_step_end=steps.append),
+        engine=engine,
     )
     t0 = time.perf_counter()
     trainer.fit()
@@ -100,6 +116,7 @@ def main() -> None:
         "parameters": _parameters(model_dir),
         "sequences_per_step": settings.train_batch_size * settings.n,
         "micro_batch": args.micro_batch,
+        "sampler_round_trip": args.round_trip,
         "steps_per_s": len(later) / wall,
         "sampled_tokens_per_s": sum(r["tokens_sampled"] for r in later) / wall,
         "trained_tokens_per_s": sum(r["tokens_trained"] for r in later) / wall,

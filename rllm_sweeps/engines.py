@@ -284,6 +284,11 @@ class EngineTraits:
     # loop, not the backend, applies its loss_reduction setting).
     backend_reduction: str
     loss_config_for: tuple[str, ...]  # losses whose clip range the loop passes in the request
+    # True: the sampler samples from the adapter slot optim_step updates in place (SkyRL's JAX
+    # backends: load_sampler_weights reloads from disk only when the checkpoint id changes), so the
+    # weights are published once, not after every step. False: they move after every update
+    # (SkyRL's GPU trainer pushes them to its vLLM engines in save_sampler_checkpoint).
+    sampler_shares_trained_weights: bool = False
 
 
 @functools.cache
@@ -296,7 +301,12 @@ def jax_losses() -> tuple[str, ...]:
 
 def traits(engine: str) -> EngineTraits:
     if engine == "jax":
-        return EngineTraits(losses=jax_losses(), backend_reduction="seq-mean-token-mean", loss_config_for=jax_losses())
+        return EngineTraits(
+            losses=jax_losses(),
+            backend_reduction="seq-mean-token-mean",
+            loss_config_for=jax_losses(),
+            sampler_shares_trained_weights=True,
+        )
     # SkyRLTrainBackend turns ppo/gspo clip thresholds into its eps_clip settings; other losses
     # take their parameters from the skyrl.train tree it was built with.
     return EngineTraits(losses=None, backend_reduction="token-sum", loss_config_for=("ppo", "gspo"))

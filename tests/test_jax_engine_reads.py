@@ -44,16 +44,16 @@ def backend_and_tokenizer():
 
     base, _ = settings()
     model_dir = resolve_model_path("builtin:tiny-qwen3", cache_dir())
-    backend = make_jax_backend(model_dir, base, max_lora_adapters=10)
+    backend = make_jax_backend(model_dir, base, max_lora_adapters=12)
     return backend, AutoTokenizer.from_pretrained(str(model_dir))
 
 
-def trainer(backend_and_tokenizer, tmp_path, model_id: str, *overrides: str) -> RLTrainer:
+def trainer(backend_and_tokenizer, tmp_path, model_id: str, *overrides: str, engine=None) -> RLTrainer:
     from rllm_sweeps.tasks import load_task
 
     backend, tokenizer = backend_and_tokenizer
     s, cfg = settings(*overrides)
-    return RLTrainer(s, backend, load_task(cfg.task), tokenizer, tmp_path / model_id, model_id=model_id)
+    return RLTrainer(s, backend, load_task(cfg.task), tokenizer, tmp_path / model_id, model_id=model_id, engine=engine)
 
 
 def group_responses(t: RLTrainer, top_k: int) -> list[set[tuple[int, ...]]]:
@@ -128,3 +128,30 @@ def test_rllms_never_save_and_end_only_validation_and_skyrls_estimator_and_reduc
         validations[name] = [v["step"] for v in t.state.val_history]
     assert saved == {"never": [], "at_end": ["step_2"]}  # -1: never; 0: after the last step only
     assert validations == {"never": [2], "at_end": [2]}  # the sweep's metric still comes from the end
+
+
+def test_sampling_from_the_live_adapter_gives_the_tokens_of_the_sampler_checkpoint_round_trip(
+    backend_and_tokenizer, tmp_path
+):
+    import dataclasses
+
+    from rllm_sweeps.engines import traits
+
+    live_engine = traits("jax")
+    assert live_engine.sampler_shares_trained_weights
+    round_trip = dataclasses.replace(live_engine, sampler_shares_trained_weights=False)  # a save + reload per step
+    steps, tokens = {}, {}
+    for name, engine in (("live", live_engine), ("roundtrip", round_trip)):
+        t = trainer(backend_and_tokenizer, tmp_path, name, "trainer.lr=0.01", "trainer.total_batches=3", engine=engine)
+        seen = []
+        t.hooks.on_step_end = seen.append
+        examples, seeds = t.task.val[:4], list(range(16))
+        t.setup()
+        before, _ = t._sample("val", examples, 4, (1.0, 1.0, -1), seeds, 0)
+        t.fit()
+        steps[name] = [(m["reward_mean"], m["loss"], m["tokens_sampled"]) for m in seen]
+        after, _ = t._sample("val", examples, 4, (1.0, 1.0, -1), seeds, 0)  # after 3 updates, at temperature 1
+        tokens[name] = [r.response_ids for r in after]
+        assert [r.response_ids for r in before] != tokens[name]  # the sampler does see the updates
+    assert steps["live"] == steps["roundtrip"]
+    assert tokens["live"] == tokens["roundtrip"]

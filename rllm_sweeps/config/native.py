@@ -151,14 +151,19 @@ def _kl_beta(*, _root_: DictConfig) -> float:
 
 
 def register() -> None:
-    """Make `skyrl_native/planted` available to Hydra (idempotent)."""
+    """Make `skyrl_native/planted` and our resolvers available to Hydra (idempotent)."""
+    register_resolvers()
+    ConfigStore.instance().store(group="skyrl_native", name="planted", node=planted_tree())
+
+
+def register_resolvers() -> None:
+    """The resolvers conf/ uses for derived defaults (idempotent; no Hydra needed)."""
     if not OmegaConf.has_resolver(COLOCATED_ENGINES):
         OmegaConf.register_new_resolver(COLOCATED_ENGINES, _colocated_engines)
     if not OmegaConf.has_resolver(KL_BETA):
         OmegaConf.register_new_resolver(KL_BETA, _kl_beta)
     if not OmegaConf.has_resolver(MINI_BATCH):
         OmegaConf.register_new_resolver(MINI_BATCH, _mini_batch)
-    ConfigStore.instance().store(group="skyrl_native", name="planted", node=planted_tree())
 
 
 @dataclass(frozen=True)

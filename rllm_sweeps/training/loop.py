@@ -21,7 +21,8 @@ One training step, top to bottom (:meth:`RLTrainer.train_step`):
    ``importance_sampling``; on SkyRL's GPU trainer any SkyRL policy loss, with
    its parameters from ``skyrl.train``), then ``backend.optim_step`` (Adam with
    ``trainer.lr`` at this step's schedule, betas, weight decay);
-6. ``backend.save_sampler_checkpoint``: the sampler uses the new weights next.
+6. ``backend.save_sampler_checkpoint``: the sampler uses the new weights next (only where the
+   weights move: SkyRL's JAX backends sample from the adapter they train, published once).
 
 Validation (:meth:`RLTrainer.validate`) samples ``rollout.n_val`` responses per
 val prompt at ``rollout.val.temperature`` (0 = greedy) and reports the mean
@@ -262,10 +263,12 @@ class RLTrainer:
             grad_norms.append(self._optim_step(lr))
             t_optim += time.perf_counter() - t2
 
-        # 6. Publish the new weights to the sampler.
+        # 6. Publish the new weights to the sampler, where they have to move (the GPU trainer's
+        #    vLLM engines); SkyRL's JAX backends sample from the very adapter optim_step updated.
         t2 = time.perf_counter()
         self.state.step = step + 1
-        self._sync_sampler()
+        if not self.engine.sampler_shares_trained_weights:
+            self._sync_sampler()
         t_sync = time.perf_counter() - t2
 
         t_step = time.perf_counter() - t0

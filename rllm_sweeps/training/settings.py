@@ -112,8 +112,11 @@ class LoopSettings:
         if not OmegaConf.is_config(cfg):
             cfg = OmegaConf.create(cfg)
         values: dict[str, Any] = {}
+        absent = object()
         for name, key in CONFIG_KEYS.items():
-            value = OmegaConf.select(cfg, key, throw_on_missing=True)
+            value = OmegaConf.select(cfg, key, throw_on_missing=True, default=absent)
+            if value is absent and key.startswith("skyrl."):
+                continue  # no SkyRL tree (a bare config, as bench/gpu_loop.py's): the field's default
             values[name] = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
         values["adam_betas"] = tuple(values["adam_betas"])
         return cls(**values)
