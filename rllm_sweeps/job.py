@@ -148,7 +148,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
 def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested) -> dict[str, Any]:
     """Ray up, backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.engines import traits
-    from rllm_sweeps.runtime.job_ray import allocation_nodes, job_ray_cluster
+    from rllm_sweeps.runtime.job_ray import allocation_nodes, job_ray_cluster, no_ray
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.trackers import make_trackers
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer
@@ -159,11 +159,18 @@ def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopR
     task = load_task(cfg.task)
     # An Optuna sweep's job reports to its trial and may be pruned (None outside one).
     trial = TrialReporter.from_env(settings.total_steps(len(task.train)))
-    # On a multi-node allocation this is the head; the other nodes' tasks join it (job_ray.py).
-    # It records who this job's Ray processes are in ray.json, for `status` and teardown checks.
-    with job_ray_cluster(job_dir, *ray_node_resources(cfg), nodes=allocation_nodes()) as ray_cluster:
-        n_nodes = len(ray_cluster.nodes)
-        print(f"ray cluster up at RAY_ADDRESS={ray_cluster.address} ({n_nodes} nodes)", flush=True)
+    # Ray only where it is used: RayJaxBackend, SkyRL's GPU trainer, several nodes. On a multi-node
+    # allocation this is the head; the other nodes' tasks join it (job_ray.py). ray.json records
+    # this job's Ray processes (or that it has none), for `status` and teardown checks.
+    nodes = allocation_nodes()
+    if backend_uses_ray(cfg) or nodes > 1:
+        cluster = job_ray_cluster(job_dir, *ray_node_resources(cfg), nodes=nodes)
+    else:
+        cluster = no_ray(job_dir, "SkyRL's JaxBackend runs in this process: no Ray")
+    with cluster as ray_cluster:
+        n_nodes = ray_cluster.node_count
+        if ray_cluster.address is not None:
+            print(f"ray cluster up at RAY_ADDRESS={ray_cluster.address} ({n_nodes} nodes)", flush=True)
         backend, tokenizer = build_backend(cfg, settings)
         if getattr(backend, "pg", None) is not None:  # RayJaxBackend: one JAX process per bundle
             ray_cluster.note(process_nodes=ray_cluster.placement_nodes(backend.pg))
@@ -233,6 +240,11 @@ def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopR
         "nodes": n_nodes,
         "pruned_at": trial.pruned_at if trial is not None else None,
     }
+
+
+def backend_uses_ray(cfg: DictConfig) -> bool:
+    """RayJaxBackend (skyrl.jax.use_ray) and SkyRL's GPU trainer run on Ray; JaxBackend does not."""
+    return str(cfg.skyrl.engine) != "jax" or bool(cfg.skyrl.jax.use_ray)
 
 
 def ray_node_resources(cfg: DictConfig) -> tuple[int, int]:

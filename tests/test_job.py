@@ -64,6 +64,10 @@ def test_job_writes_result_metrics_config_and_tensorboard_events(tmp_path):
     assert "final val_reward_mean" in proc.stdout
     assert (tmp_path / "job" / "config.yaml").exists()
     assert list((tmp_path / "job" / "tensorboard").glob("events.out.tfevents.*"))
+    # A single-process JaxBackend starts no Ray: the record says so, with no process to tear down.
+    ray = json.loads((tmp_path / "job" / "ray.json").read_text())
+    assert ray["ray"] is False and ray["address"] is None and ray["pids"] == []
+    assert "RAY_ADDRESS" not in proc.stdout
 
 
 def test_sigterm_after_a_checkpoint_then_rerun_resumes_with_continuous_metrics(tmp_path):
@@ -95,6 +99,7 @@ def test_two_concurrent_jobs_get_their_own_ray_clusters_and_leave_no_ray_process
         jobs[name] = start_job(
             tmp_path / name,
             "trainer.total_batches=2",
+            "skyrl.jax.use_ray=true",  # RayJaxBackend: the backend that runs on the job's Ray cluster
             "task.reward=tests.probes.ray_probe:probe_reward",
             f"resources.cpus_per_task={cpus}",
             RAY_PROBE_OUT=str(tmp_path / f"probe-{name}.json"),

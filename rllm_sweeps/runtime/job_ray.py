@@ -17,7 +17,11 @@ The job directory is on a filesystem every node sees (submitit relies on that to
 ``ray.json`` is how the nodes find each other. Its token (SLURM job id + restart count) keeps
 a worker from joining the head of an earlier attempt after a requeue.
 
-``ray.json`` (written by rank 0): ``address``, ``token``, ``nodes`` (alive in the cluster),
+A job whose backend uses no Ray (SkyRL's single-process ``JaxBackend`` on one node) starts none:
+:func:`no_ray` writes ``ray.json`` with ``ray: false``, no address and no processes, so the
+records, teardown checks and ``status`` read the same file either way.
+
+``ray.json`` (written by rank 0): ``ray`` (false: no Ray), ``address``, ``token``, ``nodes`` (alive in the cluster),
 ``node_addresses``, ``ray_up_s`` (head start until every node joined), ``process_nodes`` (the
 node of each RayJaxBackend process), ``pids`` (every process of the head node seen, rewritten
 after teardown), ``ended`` (the attempt is over).
@@ -65,11 +69,15 @@ SNAPSHOT_EVERY_S = 5.0  # a /proc scan: cheap, but not for every probe on a busy
 class JobRay:
     """The Ray cluster a job trains on, and its record (ray.json)."""
 
-    address: str
+    address: str | None  # None: the job runs without Ray
     nodes: list[NodeInfo]
     ray_up_s: float
     path: Path
     record: dict[str, Any]
+
+    @property
+    def node_count(self) -> int:
+        return len(self.nodes) if self.address is not None else 1
 
     def note(self, **fields: Any) -> None:
         """Add ``fields`` to ray.json."""
@@ -112,7 +120,7 @@ def job_ray_cluster(
     head = start_head_node(RayClusterSpec(num_cpus=num_cpus, num_gpus=num_gpus), node_ip=head_ip)
     assert head.address is not None
     path = Path(job_dir) / RAY_FILE
-    record: dict[str, Any] = {"address": head.address, "token": attempt_token(), "nodes": 1}
+    record: dict[str, Any] = {"ray": True, "address": head.address, "token": attempt_token(), "nodes": 1}
     saved_address = os.environ.get("RAY_ADDRESS")
     try:
         record["pids"] = head.pids()
@@ -137,6 +145,16 @@ def job_ray_cluster(
         finally:
             record["pids"] = sorted(head.recorded)  # every process ever seen, to check teardown
             write_json_atomic(path, record)
+
+
+@contextlib.contextmanager
+def no_ray(job_dir: Path, why: str) -> Iterator[JobRay]:
+    """The record of a job that needs no Ray (``why``): ``ray.json`` says so, with no processes."""
+    path = Path(job_dir) / RAY_FILE
+    record: dict[str, Any] = {"ray": False, "why": why, "address": None, "token": attempt_token(), "nodes": 1}
+    record["pids"] = []
+    write_json_atomic(path, record)
+    yield JobRay(None, [], 0.0, path, record)
 
 
 def _wait_for_workers(head: RayNode, nodes: int, timeout: float) -> list[NodeInfo]:
