@@ -85,9 +85,9 @@ def main() -> None:
     backend = make_jax_backend(model_dir, settings, max_lora_adapters=2, train_micro_batch_size=args.micro_batch)
     t_backend = time.perf_counter() - t0
 
-    from transformers import AutoTokenizer
-
     import dataclasses
+
+    from transformers import AutoTokenizer
 
     from rllm_sweeps.engines import traits
 
