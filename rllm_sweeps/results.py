@@ -69,20 +69,37 @@ class JobResult:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-def write_json_atomic(path: Path, data: Any) -> Path:
-    """Write JSON so that readers see the old file or the new one, never half of one."""
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# A record is as readable as a file open() creates (0644 under the usual umask): colleagues on
+# shared storage read a sweep's results. mkstemp's temporary file alone would be 0600.
+RECORD_MODE = 0o666 & ~_umask()
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write a file so that readers see the old one or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=True, default=str)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, RECORD_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json_atomic(path: Path, data: Any) -> Path:
+    """JSON, atomically (write_text_atomic)."""
+    return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
 class MetricsLog:

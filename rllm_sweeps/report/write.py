@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from rllm_sweeps.report.model import Report, build_report
 from rllm_sweeps.report.render import jobs_csv, points_csv, render_markdown
 from rllm_sweeps.report.sweepdir import REPORT_DIR
+from rllm_sweeps.results import write_text_atomic
 
 JOBS_CSV = "jobs.csv"
 POINTS_CSV = "points.csv"
@@ -38,12 +37,4 @@ def write_report(sweep_dir: Path | str, *, plots: bool = True, report: Report | 
 
 def _write_text(path: Path, text: str) -> Path:
     """Atomically: a reader (a sweep's live view, a second `report`) never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomic(path, text)
