@@ -234,3 +234,16 @@ def test_cfg_job_prints_the_resolved_config_and_a_sweep_file_without_m_is_refuse
 def test_a_plus_on_a_setting_this_tree_has_is_dropped_but_never_on_a_config_group():
     got = canonical_overrides(["+sweep=lr_optuna", "+data.train_batch_size=32", "+task.dataset.extra=1"])
     assert got == ["+sweep=lr_optuna", "data.train_batch_size=32", "+task.dataset.extra=1"]
+
+
+def test_constraints_read_rllms_and_skyrls_spellings_of_a_key(tmp_path):
+    from rllm_sweeps.sweep.plan import plan_sweep
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "parameters:\n  rllm.rollout.n: {values: [2, 4, 8]}\n"
+        'constraints: ["rllm.rollout.n * rllm.data.train_batch_size <= 128", '
+        '"generator.n_samples_per_prompt >= 2"]\n'
+    )
+    plan = plan_sweep([f"+sweep={path}"], validate=False)
+    assert sorted(list(job.overrides) for job in plan.jobs) == [["rollout.n=2"], ["rollout.n=4"]]

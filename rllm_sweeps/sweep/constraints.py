@@ -86,9 +86,11 @@ class Constraint:
     keys: tuple[str, ...]
     _tree: ast.expr = field(repr=False, compare=False)
     source: str = field(default="", compare=False)  # where it was written, for messages
+    _spelled: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # as typed -> key
 
     @classmethod
-    def parse(cls, text: str, source: str = "") -> Constraint:
+    def parse(cls, text: str, source: str = "", spell: Callable[[str], str] | None = None) -> Constraint:
+        """`spell`: a name as typed -> its config key (rLLM's `rllm.rollout.n` is `rollout.n`)."""
         if not isinstance(text, str) or not text.strip():
             raise ConstraintSyntaxError(f"a constraint is an expression in a string, got {text!r}")
         try:
@@ -97,10 +99,15 @@ class Constraint:
             raise ConstraintSyntaxError(f"not an expression ({err.msg})") from None
         keys: list[str] = []
         _check(tree, keys)
-        return cls(text=text.strip(), keys=tuple(dict.fromkeys(keys)), _tree=tree, source=source)
+        spelled = {k: spell(k) for k in keys} if spell is not None else {}
+        keys = [spelled.get(k, k) for k in keys]
+        return cls(text=text.strip(), keys=tuple(dict.fromkeys(keys)), _tree=tree, source=source, _spelled=spelled)
 
     def holds(self, lookup: Lookup) -> bool:
         """True if the point (whose values `lookup` returns by key) satisfies the constraint."""
+        if self._spelled:
+            typed_lookup, spelled = lookup, self._spelled
+            lookup = lambda key: typed_lookup(spelled.get(key, key))  # noqa: E731
         try:
             value = _eval(self._tree, lookup)
         except ConstraintEvalError:

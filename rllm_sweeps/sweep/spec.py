@@ -909,7 +909,7 @@ class _Builder:
         out = []
         for i, text in enumerate(value):
             try:
-                out.append(Constraint.parse(text, source=f"{where}[{i}]"))
+                out.append(Constraint.parse(text, source=f"{where}[{i}]", spell=canonical_key))
             except ConstraintSyntaxError as err:
                 self.problem(f"{where}[{i}]", f"constraint {text!r}: {err}")
         return tuple(out)
