@@ -172,3 +172,20 @@ def test_unknown_keys_conflicts_types_ranges_and_cross_key_rules_are_reported_in
         ]
     )
     assert set(found) == {"trainer.lrr", "trainer.seed", "rollout.n", "trainer.lr", "data.train_batch_size"}
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["trainer.project_name=/an/absolute/dir", "trainer.experiment_name=../../../escape", "trainer.project_name=.."],
+)
+def test_a_name_that_would_put_a_jobs_directory_elsewhere_is_refused(override):
+    key = override.split("=")[0]
+    assert "one directory name" in problems([override])[key]
+
+
+def test_a_sweep_name_that_climbs_out_of_multirun_is_refused():
+    from rllm_sweeps.sweep.spec import SweepError, parse_sweep
+
+    with pytest.raises(SweepError) as info:
+        parse_sweep(["trainer.lr=1e-3,2e-3", "sweep.name=../../../x"])
+    assert "one directory name" in str(info.value)

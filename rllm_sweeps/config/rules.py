@@ -102,6 +102,16 @@ def text(v: Any) -> str | None:
     return None if isinstance(v, str) and v else "a non-empty string"
 
 
+def path_name(v: Any) -> str | None:
+    """One directory name: jobs live in outputs/PROJECT/EXPERIMENT, sweeps in multirun/PROJECT/NAME-ID,
+    so a name must not climb out of them nor make SkyRL write elsewhere."""
+    if not isinstance(v, str) or not v.strip():
+        return "a non-empty name"
+    if "/" in v or "\\" in v or v in (".", "..") or any(ord(c) < 32 or ord(c) == 127 for c in v):
+        return "one directory name (no '/', '\\', '..' or control characters such as a newline)"
+    return None
+
+
 def list_of(item: Check, length: int | None = None) -> Check:
     def check(v: Any) -> str | None:
         if not isinstance(v, list | tuple) or (length is not None and len(v) != length):
@@ -154,8 +164,8 @@ RULES: dict[str, Check] = {
     "trainer.val_before_train": boolean,
     "trainer.seed": integer(ge=0),
     "trainer.logger": name_or_list_of(one_of(*LOGGERS)),
-    "trainer.project_name": text,
-    "trainer.experiment_name": text,
+    "trainer.project_name": path_name,  # a directory of outputs/ and multirun/
+    "trainer.experiment_name": path_name,
     "trainer.resume_mode": one_of(*RESUME_MODES),
     "algorithm.adv_estimator": estimator,
     "algorithm.norm_adv_by_std_in_grpo": boolean,

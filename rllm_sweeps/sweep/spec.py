@@ -37,6 +37,7 @@ from omegaconf import OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.overrides import config_groups
+from rllm_sweeps.config.rules import path_name
 from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue
 from rllm_sweeps.results import VALIDATION_METRICS
@@ -624,7 +625,10 @@ class _Builder:
         if not _is_int(seed):
             self.problem(where, f"seed (the sweep's random seed) is an integer, got {seed!r}")
             seed = 0
-        name, _ = get("name")
+        name, name_where = get("name")
+        if name is not None and (bad := path_name(str(name))):
+            self.problem(name_where, f"name {name!r} names the sweep's directory (multirun/PROJECT/NAME-ID): {bad}")
+            name = None
 
         n_seeds = len(seeds) if seeds else 1
         if method == "grid":
