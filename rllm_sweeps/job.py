@@ -410,7 +410,8 @@ def git_revision() -> str | None:
 def _print_outcome(result: JobResult) -> None:
     if result.status == COMPLETED:
         reward = result.final.get("val_reward_mean")
-        print(f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final val_reward_mean={reward:.4f}")
+        shown = f"{reward:.4f}" if isinstance(reward, int | float) else "not measured"
+        print(f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final val_reward_mean={shown}")
     elif result.status == PRUNED:
         print(f"pruned at step {result.steps}: the trial's pruner stopped it")
     elif result.status == PREEMPTED:

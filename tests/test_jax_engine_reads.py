@@ -44,7 +44,7 @@ def backend_and_tokenizer():
 
     base, _ = settings()
     model_dir = resolve_model_path("builtin:tiny-qwen3", cache_dir())
-    backend = make_jax_backend(model_dir, base, max_lora_adapters=12)
+    backend = make_jax_backend(model_dir, base, max_lora_adapters=14)
     return backend, AutoTokenizer.from_pretrained(str(model_dir))
 
 
@@ -155,3 +155,19 @@ def test_sampling_from_the_live_adapter_gives_the_tokens_of_the_sampler_checkpoi
         assert [r.response_ids for r in before] != tokens[name]  # the sampler does see the updates
     assert steps["live"] == steps["roundtrip"]
     assert tokens["live"] == tokens["roundtrip"]
+
+
+def test_a_run_resumed_from_its_last_steps_checkpoint_trains_nothing_and_still_reports_a_validation(
+    backend_and_tokenizer, tmp_path
+):
+    first = trainer(backend_and_tokenizer, tmp_path, "last", "trainer.val_before_train=false")
+    first.fit()
+    ckpt = first.save_checkpoint(tmp_path / "last-ckpt" / f"step_{first.state.step}")
+    again = trainer(backend_and_tokenizer, tmp_path, "last", "trainer.val_before_train=false")  # same adapter
+    again.load_checkpoint(ckpt)
+    seen: list[dict] = []
+    again.hooks.on_validation_end = seen.append
+    again.hooks.on_step_end = lambda m: pytest.fail(f"trained step {m['step']} again")
+    again.fit()
+    assert again.state.step == first.state.step == 2
+    assert [m["step"] for m in seen] == [2] and 0.0 <= seen[0]["val_reward_mean"] <= 1.0

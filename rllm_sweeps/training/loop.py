@@ -188,6 +188,10 @@ class RLTrainer:
         self.setup()
         if s.val_before_train and self.state.step == 0 and not self.state.val_history:
             self.validate()
+        if self.state.step >= self.total_steps > 0:
+            # Resumed from the last step's checkpoint (a job stopped after its last step): nothing
+            # to train, but the run still reports its final validation.
+            self.validate()
         while self.state.step < self.total_steps:
             if self.hooks.should_stop is not None and self.hooks.should_stop():
                 log.info("stop requested before step %d", self.state.step + 1)
