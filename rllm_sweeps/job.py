@@ -1,10 +1,10 @@
 """One training job, start to end, in its own directory.
 
-    validated config -> engine available? -> resume point -> Ray up -> backend -> RL loop
-    -> metrics.jsonl + trackers + checkpoints -> result.json -> Ray down
+    validated config -> engine available? -> resume point -> Ray up (where the backend uses it)
+    -> backend -> RL loop -> metrics.jsonl + trackers + checkpoints -> result.json -> Ray down
 
 Every exit path writes result.json (completed / failed / preempted) and takes the
-job's Ray cluster down. SIGTERM (preemption, `scancel`, a SLURM time limit) stops the
+job's Ray cluster (if it has one) down. SIGTERM (preemption, `scancel`, a SLURM time limit) stops the
 loop at the next step boundary, saves a checkpoint and exits; rerunning the same
 command in the same directory resumes from it.
 """
@@ -146,7 +146,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
 
 
 def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested) -> dict[str, Any]:
-    """Ray up, backend, loop; returns the loop's summary. Ray goes down on every exit."""
+    """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.engines import traits
     from rllm_sweeps.runtime.job_ray import allocation_nodes, job_ray_cluster, no_ray
     from rllm_sweeps.tasks import load_task
