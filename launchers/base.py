@@ -7,10 +7,11 @@ own directory, so a job under a sweep is exactly a job run by hand.
 
 from __future__ import annotations
 
+import abc
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 
 class JobState(enum.Enum):
@@ -36,14 +37,31 @@ class JobStatus:
     failure: str | None = None  # an infrastructure reason the scheduler saw (node failure, OOM kill)
 
 
-class Launcher(Protocol):
-    name: str
+class Launcher(abc.ABC):
+    """Submit, poll, cancel; the optional capabilities below have defaults (a launcher that has
+    one overrides it), so the sweeper asks instead of probing with hasattr."""
 
+    name: str
+    # True: submit_array queues every job at once, throttled by the scheduler (SLURM arrays).
+    queues_arrays: bool = False
+
+    @abc.abstractmethod
     def submit(self, request: LaunchRequest) -> Any:
         """Start the job (or queue it with the scheduler); returns a handle. Never waits for it."""
 
+    @abc.abstractmethod
     def poll(self, handle: Any) -> JobStatus:
         """Where the job is now. Cheap: the sweeper calls it often."""
 
+    @abc.abstractmethod
     def cancel(self, handle: Any) -> None:
         """Stop the job (it checkpoints on SIGTERM) and wait briefly for it."""
+
+    def preflight(self, shapes: list[dict[str, Any]]) -> list[str]:
+        """What the scheduler would refuse, per distinct job shape (resources.*), before anything
+        is submitted; none by default."""
+        return []
+
+    def submit_array(self, requests: list[LaunchRequest], parallel: int) -> list[Any]:
+        """Every job at once, at most `parallel` running (where `queues_arrays`)."""
+        raise NotImplementedError(f"the {self.name} launcher does not queue arrays")

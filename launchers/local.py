@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import IO
 
-from launchers.base import JobState, JobStatus, LaunchRequest
+from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
 
 _PR_SET_PDEATHSIG = 1
 
@@ -28,7 +28,7 @@ class LocalHandle:
     log: IO[bytes]
 
 
-class LocalLauncher:
+class LocalLauncher(Launcher):
     name = "local"
 
     def submit(self, request: LaunchRequest) -> LocalHandle:

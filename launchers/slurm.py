@@ -28,7 +28,7 @@ from typing import Any
 
 import submitit
 
-from launchers.base import JobState, JobStatus, LaunchRequest
+from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
 from launchers.slurm_task import TrainCommand
 from rllm_sweeps.results import SLURM_JOB_ID_FILE
 
@@ -80,8 +80,9 @@ def _minutes(limit: str) -> int | None:
     return int(days or 0) * 1440 + hours * 60 + minutes + (1 if seconds else 0)
 
 
-class SlurmLauncher:
+class SlurmLauncher(Launcher):
     name = "slurm"
+    queues_arrays = True
 
     def __init__(self, settings: SlurmSettings) -> None:
         self.settings = settings

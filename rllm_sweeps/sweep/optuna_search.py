@@ -41,7 +41,7 @@ from rllm_sweeps.results import COMPLETED, PLAN_FILE, PRUNED, JobResult
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
 from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler
 from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals, TrialPlanner
-from rllm_sweeps.sweep.runner import JobToRun, job_dir_for
+from rllm_sweeps.sweep.runner import JobSource, JobToRun, job_dir_for
 from rllm_sweeps.sweep.space import SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec
 
@@ -66,8 +66,8 @@ class _Trial:
         return int(self.trial.number)
 
 
-class OptunaSource:
-    """Asks Optuna for a trial when a slot frees; tells it when the trial's jobs end (a JobSource)."""
+class OptunaSource(JobSource):
+    """Asks Optuna for a trial when a slot frees; tells it when the trial's jobs end."""
 
     static = False
 

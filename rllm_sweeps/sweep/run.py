@@ -62,18 +62,17 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         print(f"plan: {plan.write(sweep_dir)} (dry run: nothing launched)")
         return
     launcher = make_launcher(hydra_cfg)
-    if hasattr(launcher, "preflight"):
-        # Everything the scheduler would refuse, for every job shape, before any job is queued.
-        shapes = {json.dumps(job.resources, sort_keys=True): job.resources for job in plan.jobs}
-        problems = launcher.preflight(list(shapes.values()))
-        if problems:
-            print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
-            print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
-            raise SystemExit(2)
+    # Everything the scheduler would refuse, for every job shape, before any job is queued.
+    shapes = {json.dumps(job.resources, sort_keys=True): job.resources for job in plan.jobs}
+    problems = launcher.preflight(list(shapes.values()))
+    if problems:
+        print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
+        print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
+        raise SystemExit(2)
     manifest = {"command": sys.argv, "sweep_id": sweep_id(plan), "created_at": time.time(), "launcher": launcher.name}
     source = make_source(plan, sweep_dir)
-    if hasattr(source, "study_info"):
-        manifest["study"] = source.study_info()
+    if (study := source.study_info()) is not None:
+        manifest["study"] = study
     write_json_atomic(sweep_dir / MANIFEST_FILE, manifest)
     runner = SweepRunner(
         source,
@@ -87,11 +86,10 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
     try:
         results = runner.run()
     finally:
-        if hasattr(source, "close"):
-            source.close()
+        source.close()
     print_final_table(sweep_dir)
     failed = [i for i, r in results.items() if r is None or r.status not in FINAL_STATES]
-    if getattr(source, "stopped", None):
+    if source.stopped:
         print(f"{'error' if source.fatal else 'note'}: the search stopped: {source.stopped}", file=sys.stderr)
     if failed:
         print(f"{len(failed)} of {len(results)} jobs did not complete: {failed}", file=sys.stderr)

@@ -13,12 +13,13 @@ in the reward function) is not: a retry would fail the same way.
 
 from __future__ import annotations
 
+import abc
 import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
 from rllm_sweeps.results import COMPLETED, FAILED, JOBS_DIR, PRUNED, RESULT_FILE, RUNNING, JobResult
@@ -41,25 +42,42 @@ class JobToRun:
     env: dict[str, str] = field(default_factory=dict)  # e.g. the Optuna trial it reports to
 
 
-class JobSource(Protocol):
-    """What to run next. `static`: every job is known up front (may be queued at once)."""
+class JobSource(abc.ABC):
+    """What to run next. `static`: every job is known up front (may be queued at once).
+
+    `stopped` (why no job will come any more before the budget is spent) and `fatal` (an error
+    every job would hit) stay None for a plan; a search sets them."""
 
     static: bool
+    stopped: str | None = None
+    fatal: str | None = None
 
+    @abc.abstractmethod
     def done_before(self) -> dict[int, JobResult]:
         """Jobs a previous run of this sweep finished already (by plan index)."""
 
+    @abc.abstractmethod
     def next_jobs(self, free_slots: int) -> list[JobToRun]:
         """Up to `free_slots` jobs to start now (fewer, or none, is fine)."""
 
+    @abc.abstractmethod
     def exhausted(self) -> bool:
         """No job will come any more (those handed out may still run)."""
 
+    @abc.abstractmethod
     def on_result(self, run: JobToRun, result: JobResult) -> None:
         """A job ended for good (retries spent)."""
 
+    @abc.abstractmethod
     def pending(self) -> int:
         """Jobs still to hand out, for progress lines (an estimate is fine)."""
+
+    def study_info(self) -> dict[str, Any] | None:
+        """What the sweep's manifest records of the search behind it (None: a plan)."""
+        return None
+
+    def close(self) -> None:
+        """Release what the source holds (a study's storage); nothing by default."""
 
 
 def job_dir_for(sweep_dir: Path, job: PlannedJob) -> Path:
@@ -78,7 +96,7 @@ def existing_jobs(sweep_dir: Path) -> dict[str, tuple[Path, JobResult]]:
     return found
 
 
-class StaticSource:
+class StaticSource(JobSource):
     """The plan's jobs in order; those completed by an earlier run are skipped (by config hash)."""
 
     static = True
@@ -154,7 +172,7 @@ class SweepRunner:
     def run(self) -> dict[int, JobResult | None]:
         self.results.update(self.source.done_before())
         # Queue everything at once where the scheduler can hold it (SLURM arrays, throttled).
-        ahead = self.source.static and hasattr(self.launcher, "submit_array")
+        ahead = self.source.static and self.launcher.queues_arrays
         if self.results:
             print(
                 f"[sweep] {self.sweep_dir}: {len(self.results)} jobs already completed, {self.source.pending()} to run",
@@ -204,7 +222,7 @@ class SweepRunner:
     def start_array(self, runs: list[JobToRun]) -> None:
         if not runs:
             return
-        handles = self.launcher.submit_array([self.request(r) for r in runs], self.parallel)  # type: ignore[attr-defined]
+        handles = self.launcher.submit_array([self.request(r) for r in runs], self.parallel)
         for run, handle in zip(runs, handles, strict=True):
             self.running[run.job.index] = _Running(run, handle, time.monotonic())
         self.print_progress(f"queued {len(runs)} jobs with the scheduler ({self.parallel} at a time)")
