@@ -76,7 +76,7 @@ class JobSource(abc.ABC):
         """What the sweep's manifest records of the search behind it (None: a plan)."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (an optional hook: nothing to release by default)
         """Release what the source holds (a study's storage); nothing by default."""
 
 
