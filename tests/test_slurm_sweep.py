@@ -132,7 +132,10 @@ def test_a_job_asking_two_gpus_per_node_gets_two_devices_and_its_ray_head_advert
     os.environ["RAY_PROBE_OUT"] = str(probe)  # sbatch passes the environment on to the job
     try:
         proc = run_sweep(
-            tmp_path / "sweep", "resources.gpus_per_node=2", "task.reward=tests.probes.ray_probe:probe_reward"
+            tmp_path / "sweep",
+            "resources.gpus_per_node=2",
+            "skyrl.jax.use_ray=true",  # RayJaxBackend: the backend that runs on the job's Ray head
+            "task.reward=tests.probes.ray_probe:probe_reward",
         )
     finally:
         del os.environ["RAY_PROBE_OUT"]
