@@ -142,3 +142,12 @@ def test_the_lookup_commands_answer_in_under_3_seconds(tmp_path, command):
     assert proc.returncode == 0, proc.stderr
     assert elapsed < 3.0, f"{' '.join(command)} took {elapsed:.2f}s"
     assert "<lambda>" not in proc.stdout
+
+
+def test_early_termination_without_a_run_cap_says_to_add_one(tmp_path):
+    text = "method: grid\nparameters:\n  trainer.lr: {values: [1.0e-3, 2.0e-3]}\n"
+    text += "early_terminate: {type: hyperband, min_iter: 2}\n"
+    with pytest.raises(SweepError) as info:
+        parse_sweep([f"+sweep={sweep_file(tmp_path, text)}"])
+    (issue,) = info.value.issues
+    assert "early_terminate" in str(issue) and "add run_cap" in str(issue)

@@ -85,6 +85,13 @@ def _early_terminate(
         problem(where, f"early_terminate and optuna.pruner={optuna['pruner']} both choose the pruner: keep one")
         return
     if method in ("grid", "random"):
+        if out.get("budget") is None and out.get("run_cap") is None:
+            problem(
+                where,
+                f"pruning runs through Optuna, which runs a set number of jobs: add run_cap (for method "
+                f"{method}, the number of jobs; a grid's size runs it whole)",
+            )
+            return
         optuna.setdefault("sampler", method)
         note(f"{where}: pruning runs through Optuna: method {method} runs as method optuna with the {method} sampler")
         out["method"] = "optuna"
