@@ -34,11 +34,12 @@ def command_line(argv: list[str], notify: Callable[[str], None]) -> list[str]:
     from pathlib import Path
 
     from rllm_sweeps.config.spelling import canonical_overrides
+    from rllm_sweeps.sweep.spec import is_sweep_file_path
 
     out = []
     for arg in canonical_overrides(argv, notify=notify):
         key, eq, value = arg.partition("=")
-        if eq and key.lstrip("+") == "sweep" and (value.endswith((".yaml", ".yml")) or "/" in value):
+        if eq and key.lstrip("+") == "sweep" and is_sweep_file_path(value):
             if not Path(value).is_file():
                 fail(f"{arg}: no sweep file {value} (a sweep file by path is a YAML file; by name: conf/sweep/NAME)")
             arg = f"{SWEEP_FILE_SETTING}={Path(value).resolve()}"
@@ -103,7 +104,7 @@ def run_hydra_job(cfg: DictConfig) -> dict:
 SWEEP_SETTING_HELP = {
     "name": "the sweep directory's name (multirun/PROJECT/NAME-ID)",
     "description": "free text, kept in plan.json",
-    "method": "grid | random | optuna (W&B's bayes: optuna with TPE)",
+    "method": "grid | random | optuna (a W&B file's bayes runs as optuna with TPE)",
     "metric": "{name: val_reward_mean, goal: maximize}",
     "parameters": "KEY: {values: [...]} | {distribution: ..., min, max} (W&B's form)",
     "zip": "[[key_a, key_b], ...]: keys that vary together",

@@ -10,25 +10,15 @@ import time
 from pathlib import Path
 
 import pytest
+from config_problems import problems, quiet
 
 from rllm_sweeps.config.load import load_config
-from rllm_sweeps.config.validate import ConfigError
 from rllm_sweeps.engines import ENGINES, GPU_TRAINER, readers
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.sweep.spec import SweepError
 
 REPO = Path(__file__).resolve().parents[1]
 GSPO = "skyrl.train.trainer.algorithm.policy_loss_type=gspo"
-
-
-def quiet(_: str) -> None:
-    pass
-
-
-def problems(overrides: list[str]) -> dict[str, str]:
-    with pytest.raises(ConfigError) as info:
-        load_config(overrides, notify=quiet)
-    return {i.key: i.message for i in info.value.issues}
 
 
 # ---- the table -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from config_problems import quiet
 
 from rllm_sweeps.config.load import load_config
 from rllm_sweeps.config.validate import ConfigError
@@ -91,17 +92,13 @@ def script_overrides(name: str) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-def _quiet(_: str) -> None:
-    pass
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_skyrls_example_script_composes_verbatim_with_what_no_engine_reads_refused_by_name(name):
     refused, expected = CASES[name]
     refused = {**EVERY_SCRIPT, **({} if name == "run_cispo_gsm8k" else REF_GPUS), **refused}
     overrides = ["skyrl.engine=fsdp", *script_overrides(name), CONSOLE]
     with pytest.raises(ConfigError) as info:
-        load_config(overrides, notify=_quiet)
+        load_config(overrides, notify=quiet)
     found = {i.key: i.message for i in info.value.issues}
     assert set(found) == set(refused), "\n".join(found.values())
     for key, reason in refused.items():
@@ -109,7 +106,7 @@ def test_skyrls_example_script_composes_verbatim_with_what_no_engine_reads_refus
 
     dropped = {k.removeprefix("skyrl.train.") for k in refused} | {"trainer.algorithm.use_kl_loss"}
     kept = [o for o in overrides if o.split("=", 1)[0] not in dropped]
-    cfg = load_config(kept, notify=_quiet)
+    cfg = load_config(kept, notify=quiet)
     assert cfg.model.path == "Qwen/Qwen2.5-1.5B-Instruct" and cfg.rollout.n == 5
     assert cfg.data.train_batch_size == 1024 and cfg.trainer.mini_batch_size == 256
     assert cfg.resources.gpus_per_node == 4

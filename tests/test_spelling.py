@@ -10,24 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from config_problems import problems, quiet
 
 from rllm_sweeps.config.load import load_config
 from rllm_sweeps.config.spelling import canonical_overrides, common_paths, native_paths
-from rllm_sweeps.config.validate import ConfigError
 from rllm_sweeps.keymap import BY_NATIVE
 
 REPO = Path(__file__).resolve().parents[1]
 GPU = ["skyrl.engine=fsdp", "resources.gpus_per_node=1"]
-
-
-def quiet(_: str) -> None:
-    pass
-
-
-def refused(overrides: list[str]) -> dict[str, str]:
-    with pytest.raises(ConfigError) as info:
-        load_config(overrides, notify=quiet)
-    return {i.key: i.message for i in info.value.issues}
 
 
 def words(script: str) -> list[str]:
@@ -127,13 +117,13 @@ def test_skyrl_0_3_names_that_0_4_moved_are_used_under_their_new_name_with_a_not
 @pytest.mark.parametrize("script", [RLLM_SIMPLE_MATH, RLLM_SOLVER_JUDGE], ids=["simple_math", "solver_judge"])
 def test_rllms_skyrl_command_lines_compose_once_what_cannot_be_honoured_is_removed_each_named(script):
     typed = words(script)
-    problems = refused([*typed, "skyrl.engine=fsdp"])
+    found = problems([*typed, "skyrl.engine=fsdp"])
     for key, why in RLLM_REFUSED.items():
         if any(w.lstrip("+").startswith(key.removeprefix("skyrl.train.") + "=") for w in typed):
-            assert why in problems.pop(key), key
+            assert why in found.pop(key), key
     # rLLM's `+ray_init.num_cpus` adds a key nothing reads: Hydra's `+` accepts it, so it is kept
     # out of the comparison above and removed here with the rest.
-    assert problems == {}, problems
+    assert found == {}, found
     kept = [w for w in typed if not any(w.lstrip("+").startswith(k.removeprefix("skyrl.train.")) for k in RLLM_REFUSED)]
     kept = [w for w in kept if not w.startswith("+ray_init")]
     cfg = load_config([*kept, "skyrl.engine=fsdp"], notify=quiet)
@@ -188,7 +178,7 @@ def test_skyrls_own_override_handling_decides_renamed_dropped_and_removed_keys()
     assert cfg.skyrl.train.trainer.remove_microbatch_padding is False  # SkyRL's rename
     assert any("remove_microbatch_padding" in n for n in notes)
     assert any("changes nothing" in n and "async_engine" in n for n in notes)  # SkyRL drops it
-    found = refused([*GPU, "skyrl.train.generator.inference_engine.async_engine=false"])
+    found = problems([*GPU, "skyrl.train.generator.inference_engine.async_engine=false"])
     assert "no longer supported" in found["skyrl.train.generator.inference_engine.async_engine"]
 
 

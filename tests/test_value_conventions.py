@@ -4,23 +4,13 @@ meaning here or refused with what to write (issue: what users already type works
 from __future__ import annotations
 
 import pytest
+from config_problems import problems, quiet
 from omegaconf import OmegaConf
 
 from rllm_sweeps.config.load import load_config
-from rllm_sweeps.config.validate import ConfigError
 from rllm_sweeps.training.settings import LoopSettings
 
 GPU = ["skyrl.engine=fsdp", "resources.gpus_per_node=1"]
-
-
-def quiet(_: str) -> None:
-    pass
-
-
-def problems(overrides: list[str]) -> dict[str, str]:
-    with pytest.raises(ConfigError) as info:
-        load_config(overrides, notify=quiet)
-    return {i.key: i.message for i in info.value.issues}
 
 
 def settings(overrides: list[str]) -> LoopSettings:

@@ -66,6 +66,8 @@ def all_keys(cfg: DictConfig) -> list[str]:
 
 def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIssue]:
     """Overrides (without +) of keys that the composed config does not have."""
+    from rllm_sweeps.config.spelling import is_unknown_in_shared_section  # spelling imports this module
+
     known = set(all_keys(cfg))
     issues = []
     for o in values:
@@ -77,7 +79,7 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
             issues.append(ConfigIssue(key, f"unknown key '{key}'{special}"))
             continue
         hint = did_you_mean(key, known)
-        if hint == "." and _in_skyrls_sections(key):
+        if hint == "." and is_unknown_in_shared_section(key):
             issues.append(
                 ConfigIssue(
                     key,
@@ -95,12 +97,6 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
             )
         )
     return issues
-
-
-def _in_skyrls_sections(key: str) -> bool:
-    from rllm_sweeps.config.spelling import is_unknown_in_shared_section
-
-    return is_unknown_in_shared_section(key)
 
 
 def rllm_hint(key: str) -> str:

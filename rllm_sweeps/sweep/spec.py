@@ -268,12 +268,14 @@ class SweepRequest:
 # ---- entry points ----------------------------------------------------------------------
 
 
+def is_sweep_file_path(name: str) -> bool:
+    """`+sweep=X` names a file by path (X ends in .yaml or .yml), not the option conf/sweep/X."""
+    return name.endswith((".yaml", ".yml"))
+
+
 def sweep_file_path(name: str) -> Path:
     """conf/sweep/NAME.yaml, or NAME itself when it is a path to a YAML file."""
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        return path
-    return SWEEP_DIR / f"{name}.yaml"
+    return Path(name) if is_sweep_file_path(name) else SWEEP_DIR / f"{name}.yaml"
 
 
 def load_sweep_file(path: Path) -> dict[str, Any]:
@@ -541,11 +543,6 @@ class _Builder:
         raw: dict[str, tuple[Any, str]] = {k: (v, f"{source}: {k}") for k, v in data.items()}
         metric_parts: dict[str, tuple[Any, str]] = {}
         optuna_parts: dict[str, tuple[Any, str]] = {}
-        if settings.get("method", (None, ""))[0] == "bayes":
-            settings = {**settings, "method": ("optuna", settings["method"][1])}
-            if "optuna.sampler" not in settings:
-                optuna_parts["sampler"] = ("tpe", settings["method"][1])
-            self.notes.append(f"{settings['method'][1]}: method bayes runs as method optuna with the TPE sampler")
         for key, (value, where) in settings.items():
             if key.startswith("metric."):
                 metric_parts[key[len("metric.") :]] = (value, where)
