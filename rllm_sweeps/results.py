@@ -137,3 +137,25 @@ def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             break  # a line cut short by a kill: everything before it is good
     return records
+
+
+# Workflows with several roles or turns (rllm_sweeps/workflows/metrics.py) also report, at each
+# validation, per role: val_<role>_acc (share of its trajectories that are right), val_<role>_reward_mean;
+# per episode: the EPISODE_METRICS below. A sweep may optimize any of them (rLLM's val/<role>_acc).
+ROLE_METRIC_STATS = ("acc", "reward_mean")
+EPISODE_METRICS = ("val_turns_mean", "val_tokens_mean", "val_truncated_frac", "val_error_frac")
+
+
+def role_metric(role: str, stat: str, prefix: str = "val_") -> str:
+    return f"{prefix}{role}_{stat}"
+
+
+def is_validation_metric(name: str) -> bool:
+    """A name some job can report: a common validation metric, an episode metric, or a role's
+    (val_<role>_acc, val_<role>_reward_mean; whether the job's workflow has that role, its first
+    validation checks)."""
+    import re
+
+    if name in VALIDATION_METRICS or name in EPISODE_METRICS:
+        return True
+    return re.fullmatch(r"val_[A-Za-z][A-Za-z0-9]*_(" + "|".join(ROLE_METRIC_STATS) + ")", name) is not None

@@ -35,7 +35,7 @@ std as 1, so ``grpo``/``rloo`` return the raw reward there (REINFORCE).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -84,19 +84,25 @@ def reinforce(rewards) -> np.ndarray:
     return _as_groups(rewards).copy()
 
 
-def reinforce_plus_plus_baseline(rewards, eps: float = WHITEN_EPS) -> np.ndarray:
-    """Group-mean baseline, then scaled by the std over the whole batch."""
-    r = _as_groups(rewards)
-    n = r.shape[1]
-    centred = r.copy() if n == 1 else r - r.mean(axis=1, keepdims=True)
-    if n > 1:
-        centred = np.where(_constant_groups(r), 0.0, centred)
+def _centred(r: np.ndarray) -> np.ndarray:
+    """r - mean(group), 0 for equal-reward groups; a group of size 1 keeps its reward."""
+    if r.shape[1] == 1:
+        return r.copy()
+    return np.where(_constant_groups(r), 0.0, r - r.mean(axis=1, keepdims=True))
+
+
+def _scaled_by_batch_std(centred: np.ndarray, eps: float = WHITEN_EPS) -> np.ndarray:
     if centred.size < 2:
         return centred
     std = centred.std(ddof=1)
     if std == 0.0:
         return np.zeros_like(centred)
     return centred / np.sqrt(std**2 + eps)
+
+
+def reinforce_plus_plus_baseline(rewards, eps: float = WHITEN_EPS) -> np.ndarray:
+    """Group-mean baseline, then scaled by the std over the whole batch."""
+    return _scaled_by_batch_std(_centred(_as_groups(rewards)), eps)
 
 
 def reinforce_pp(rewards, lengths=None, eps: float = WHITEN_EPS) -> np.ndarray:
@@ -140,3 +146,54 @@ def compute_advantages(rewards, estimator: str, *, norm_adv_by_std_in_grpo: bool
     if estimator == "reinforce++":
         return reinforce_pp(rewards, lengths)
     return ESTIMATORS[estimator](rewards)
+
+
+# Estimators whose value for a response depends only on its own group (the others, the two
+# REINFORCE++ variants, scale by statistics of the whole batch).
+GROUP_LOCAL = ("grpo", "rloo", "reinforce", "maxrl")
+
+
+def compute_group_advantages(
+    groups: Sequence[Sequence[float]],
+    estimator: str,
+    *,
+    norm_adv_by_std_in_grpo: bool = True,
+    lengths: Sequence[Sequence[int]] | None = None,
+) -> list[np.ndarray]:
+    """Advantages of groups of any sizes (a workflow's trajectories per (task, role) vary).
+
+    Groups of one size are stacked and go through :func:`compute_advantages` as one batch (the
+    single-turn loop's exact numbers). Groups of several sizes: a group-local estimator runs per
+    group; ``reinforce++`` whitens over all rewards; ``reinforce_plus_plus_baseline`` centres per
+    group, then scales by the std over all of them. ``lengths``: response tokens (reinforce++).
+    """
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"unknown adv_estimator {estimator!r}; expected one of {sorted(ESTIMATORS)}")
+    if not groups:
+        return []
+    sizes = [len(g) for g in groups]
+    if len(set(sizes)) == 1:
+        lens = None if lengths is None else np.asarray(lengths)
+        adv = compute_advantages(
+            np.asarray(groups, dtype=np.float64),
+            estimator,
+            norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo,
+            lengths=lens,
+        )
+        return list(adv)
+    if estimator in GROUP_LOCAL:
+        return [
+            compute_advantages(
+                np.asarray([g], dtype=np.float64), estimator, norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo
+            )[0]
+            for g in groups
+        ]
+    flat = np.concatenate([np.asarray(g, dtype=np.float64) for g in groups])[None, :]
+    if estimator == "reinforce++":
+        flat_lengths = None if lengths is None else np.concatenate([np.asarray(x) for x in lengths])[None, :]
+        out = reinforce_pp(flat, flat_lengths)[0]
+    else:  # reinforce_plus_plus_baseline
+        centred = np.concatenate([_centred(_as_groups([g]))[0] for g in groups])[None, :]
+        out = _scaled_by_batch_std(centred)[0]
+    bounds = np.cumsum([0, *sizes])
+    return [out[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]

@@ -60,8 +60,22 @@ import numpy as np
 
 from rllm_sweeps.engines import EngineTraits, traits
 from rllm_sweeps.tasks.base import Task
-from rllm_sweeps.training.advantages import compute_advantages
+from rllm_sweeps.training.episodes import (
+    assign_advantages,
+    datum,
+    group_trajectories,
+    mini_batches,
+    trained_positions,
+    trajectory_sequences,
+)
 from rllm_sweeps.training.settings import LoopSettings
+from rllm_sweeps.workflows.base import Workflow
+from rllm_sweeps.workflows.chat import ChatFormat
+from rllm_sweeps.workflows.client import RolloutClient, Sampling, SeedPlan
+from rllm_sweeps.workflows.episode import Episode
+from rllm_sweeps.workflows.metrics import episode_metrics
+from rllm_sweeps.workflows.rollout import run_episodes
+from rllm_sweeps.workflows.single_turn import SingleTurnSettings, SingleTurnWorkflow
 
 log = logging.getLogger(__name__)
 
@@ -95,20 +109,6 @@ class LoopHooks:
     should_stop: Callable[[], bool] | None = None  # polled before each step
 
 
-@dataclass
-class Rollout:
-    """One sampled response and what the loop derives from it."""
-
-    prompt_index: int  # index into the batch's prompts
-    prompt_ids: list[int]
-    response_ids: list[int]
-    logprobs: list[float]  # sampler's logprob of each response token
-    stop_reason: str
-    response_text: str = ""
-    reward: float = 0.0
-    advantage: float = 0.0
-
-
 class RLTrainer:
     """The RL loop. ``fit()`` runs it; ``train_step()`` / ``validate()`` are its parts.
 
@@ -125,6 +125,8 @@ class RLTrainer:
             the newest complete one.
         engine: what the backend's engine does itself (``rllm_sweeps.engines.traits``;
             default: SkyRL's JAX backend).
+        workflow: what one episode is (``rllm_sweeps.workflows``; default: the single-turn
+            workflow on ``task``).
     """
 
     def __init__(
@@ -139,6 +141,7 @@ class RLTrainer:
         hooks: LoopHooks | None = None,
         checkpoint_dir: str | os.PathLike | None = None,
         engine: EngineTraits | None = None,
+        workflow: Workflow | None = None,
     ) -> None:
         self.settings = settings
         self.engine = engine or traits("jax")
@@ -153,7 +156,8 @@ class RLTrainer:
         self.state = TrainerState()
         self.total_steps = settings.total_steps(len(task.train))
         self.stop_token_ids = _stop_token_ids(tokenizer)
-        self._prompt_cache: dict[tuple[str, int], tuple[list[int], bool]] = {}
+        self.workflow = workflow or SingleTurnWorkflow(task, SingleTurnSettings())
+        self.chat = ChatFormat(tokenizer, task.chat_template)
         self._sampler_ckpt: tuple[str, Path] | None = None
         self._sync_count = 0
         self._is_setup = False
@@ -215,46 +219,43 @@ class RLTrainer:
         }
 
     def train_step(self) -> dict:
-        """One RL step: sample -> reward -> advantages -> update(s) -> sync sampler."""
+        """One RL step: episodes -> groups -> advantages -> update(s) -> sync sampler."""
         self.setup()
         s = self.settings
         step = self.state.step  # 0-based index of this step
         t0 = time.perf_counter()
         examples, epoch = self._train_batch(step)
 
-        # 1-3. Sample rollout.n responses per prompt and score them.
-        seeds = _seeds(s.seed, _SEED_TRAIN_SAMPLING, step, len(examples) * s.n)
-        rollouts, n_truncated = self._sample(
-            "train", examples, s.n, (s.temperature, s.top_p, s.top_k), seeds, first_index=self._data_index(step)
-        )
-        t_sample = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        self._score(examples, rollouts)
-        rewards = np.array([r.reward for r in rollouts], dtype=np.float64).reshape(len(examples), s.n)
-        t_reward = time.perf_counter() - t1
+        # 1-3. rollout.n episodes per prompt, all in flight at once; the workflow sets the rewards.
+        seeds = SeedPlan(s.seed, _SEED_TRAIN_SAMPLING, step, len(examples) * s.n)
+        episodes, t_sample = self._run_episodes(examples, s.n, self._sampling("train"), seeds, self._data_index(step))
+        t_reward = time.perf_counter() - t0 - t_sample  # the workflow's own time: rewards, environments
 
-        # 4. Advantages per group of rollout.n, broadcast over the response tokens.
-        lengths = np.array([len(r.response_ids) for r in rollouts]).reshape(rewards.shape)
-        adv = compute_advantages(
-            rewards, s.adv_estimator, norm_adv_by_std_in_grpo=s.norm_adv_by_std_in_grpo, lengths=lengths
+        # 4. Advantages per (task, role) group, broadcast over the policy's tokens.
+        groups = group_trajectories(episodes)
+        scored = assign_advantages(
+            groups,
+            s.adv_estimator,
+            self.workflow.settings.role_estimators,
+            norm_adv_by_std_in_grpo=s.norm_adv_by_std_in_grpo,
         )
-        for r, a in zip(rollouts, adv.reshape(-1), strict=True):
-            r.advantage = float(a)
+        if not scored:
+            raise RuntimeError(f"step {step + 1}: no episode produced a trajectory to train on")
 
-        # 5. One optimizer step per mini batch of prompts (whole groups).
+        # 5. One optimizer step per mini batch of trajectories (batch / mini batch of them).
         lr = s.lr_at(step, self.total_steps)
         t_fb = t_optim = t_ref = 0.0
         losses, grad_norms, ratio_stats, kls = [], [], [], []
         tokens_trained = 0
-        seqs_per_mb = s.mini_batch_size * s.n
-        for mb_start in range(0, len(rollouts), seqs_per_mb):
-            mb = rollouts[mb_start : mb_start + seqs_per_mb]
-            datums = self._datums(mb)
+        for mb in mini_batches(scored, s.train_batch_size // s.mini_batch_size):
+            datums = [datum(q) for t in mb for q in trajectory_sequences(t.trajectory, t.advantage, t.group)]
+            if not datums:
+                continue  # nothing sampled in this mini batch: nothing to train on
             if s.kl_active:
                 t2 = time.perf_counter()
-                kls.append(self._apply_kl_penalty(mb, datums))
+                kls.append(self._apply_kl_penalty(datums))
                 t_ref += time.perf_counter() - t2
-            self._apply_loss_agg_scale(mb, datums)
+            self._apply_loss_agg_scale(datums)
             tokens_trained += sum(len(d["input"]) for d in datums)
 
             t2 = time.perf_counter()
@@ -276,7 +277,10 @@ class RLTrainer:
         t_sync = time.perf_counter() - t2
 
         t_step = time.perf_counter() - t0
-        resp_lens = np.array([len(r.response_ids) for r in rollouts])
+        rewards = np.array([t.trajectory.reward for t in scored], dtype=np.float64)
+        adv = np.array([t.advantage for t in scored], dtype=np.float64)
+        steps = [st for e in episodes for tr in e.trajectories for st in tr.steps]
+        resp_lens = np.array([len(st.response_ids) for st in steps])
         metrics = {
             "step": step + 1,
             "epoch": epoch,
@@ -284,16 +288,16 @@ class RLTrainer:
             "reward_mean": float(rewards.mean()),
             "reward_std": float(rewards.std()),
             "reward_max": float(rewards.max()),
-            "frac_groups_all_equal": float(np.mean(rewards.max(axis=1) == rewards.min(axis=1))),
+            "frac_groups_all_equal": float(np.mean([_all_equal(g) for g in groups.values()])),
             "advantage_abs_mean": float(np.abs(adv).mean()),
-            "loss": float(np.mean(losses)),
+            "loss": _mean_or_nan(losses),
             "grad_norm": _mean_or_nan([g for g in grad_norms if g is not None]),
-            "is_ratio_mean": float(np.mean([r[0] for r in ratio_stats])),
-            "clip_frac": float(np.mean([r[1] for r in ratio_stats])),
-            "logprob_diff_abs_mean": float(np.mean([r[2] for r in ratio_stats])),
-            "response_length_mean": float(resp_lens.mean()),
-            "frac_stopped": float(np.mean([r.stop_reason == "stop" for r in rollouts])),
-            "prompts_truncated": n_truncated,
+            "is_ratio_mean": _mean_or_nan([r[0] for r in ratio_stats]),
+            "clip_frac": _mean_or_nan([r[1] for r in ratio_stats]),
+            "logprob_diff_abs_mean": _mean_or_nan([r[2] for r in ratio_stats]),
+            "response_length_mean": float(resp_lens.mean()) if len(steps) else math.nan,
+            "frac_stopped": float(np.mean([st.stop_reason == "stop" for st in steps])) if steps else math.nan,
+            "prompts_truncated": sum(e.prompt_truncated for e in episodes if e.rollout_index == 0),
             "tokens_sampled": int(resp_lens.sum()),
             "tokens_trained": int(tokens_trained),
             "time_sample_s": t_sample,
@@ -304,39 +308,43 @@ class RLTrainer:
             "time_sync_s": t_sync,
             "time_step_s": t_step,
         }
+        if self.workflow.reports_episode_metrics():
+            metrics.update(episode_metrics(episodes, prefix="train_"))
         if s.kl_active:
-            metrics["kl"] = float(np.mean(kls))
+            metrics["kl"] = _mean_or_nan(kls)
             metrics["time_ref_forward_s"] = t_ref
         if self.hooks.on_step_end is not None:
             self.hooks.on_step_end(metrics)
         return metrics
 
     def validate(self) -> dict:
-        """Mean reward over the whole val set with the current weights."""
+        """Mean reward over the whole val set with the current weights (workflows: per role too)."""
         self.setup()
         s = self.settings
         t0 = time.perf_counter()
         val = self.task.val
-        rewards: list[float] = []
-        lengths: list[int] = []
-        seeds_all = _seeds(s.seed, _SEED_VAL_SAMPLING, 0, len(val) * s.n_val)  # same seeds every validation
+        episodes: list[Episode] = []
         for start in range(0, len(val), s.val_batch_size):
             chunk = val[start : start + s.val_batch_size]
-            seeds = seeds_all[start * s.n_val : (start + len(chunk)) * s.n_val]
-            sampling = (s.val_temperature, s.val_top_p, s.val_top_k)
-            rollouts, _ = self._sample("val", chunk, s.n_val, sampling, seeds, start)
-            self._score(chunk, rollouts)
-            rewards += [r.reward for r in rollouts]
-            lengths += [len(r.response_ids) for r in rollouts]
-        r = np.array(rewards) if rewards else np.array([math.nan])
+            # Seeds of episode e of the whole val set, the same at every validation.
+            seeds = SeedPlan(s.seed, _SEED_VAL_SAMPLING, 0, len(val) * s.n_val)
+            got, _ = self._run_episodes(
+                chunk, s.n_val, self._sampling("val"), seeds, start, first_episode=start * s.n_val
+            )
+            episodes += got
+        trajectories = [t for e in episodes for t in e.trajectories]
+        r = np.array([t.reward for t in trajectories]) if trajectories else np.array([math.nan])
+        lengths = [len(st.response_ids) for t in trajectories for st in t.steps]
         metrics = {
             "step": self.state.step,
             "val_reward_mean": float(r.mean()),
             "val_reward_std": float(r.std()),
             "val_response_length_mean": float(np.mean(lengths)) if lengths else math.nan,
-            "val_num_samples": len(rewards),
+            "val_num_samples": len(trajectories),
             "time_val_s": time.perf_counter() - t0,
         }
+        if self.workflow.reports_episode_metrics():
+            metrics.update(episode_metrics(episodes, prefix="val_"))
         self.state.val_history.append({"step": self.state.step, "val_reward_mean": metrics["val_reward_mean"]})
         if self.hooks.on_validation_end is not None:
             self.hooks.on_validation_end(metrics)
@@ -384,139 +392,60 @@ class RLTrainer:
         idx = order[pos * bs : (pos + 1) * bs]
         return [self.task.train[int(i)] for i in idx], epoch
 
-    def _prompt_ids(self, split: str, example: dict) -> tuple[list[int], bool]:
-        """Token ids of a prompt (chat template if the task asks), left-truncated."""
-        key = (split, id(example))
-        if key not in self._prompt_cache:
-            text = example["prompt"]
-            if self.task.chat_template and getattr(self.tokenizer, "chat_template", None):
-                text = self.tokenizer.apply_chat_template(
-                    [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
-                )
-            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-            limit = self.settings.max_prompt_length
-            truncated = len(ids) > limit
-            self._prompt_cache[key] = (ids[-limit:] if truncated else ids, truncated)
-        return self._prompt_cache[key]
+    # ------------------------------------------------------------------ episodes
+    def _sampling(self, phase: str) -> Sampling:
+        s = self.settings
+        if phase == "train":
+            return Sampling(s.temperature, s.top_p, s.top_k, s.max_response_length)
+        return Sampling(s.val_temperature, s.val_top_p, s.val_top_k, s.max_response_length)
 
-    # ------------------------------------------------------------------ backend calls
-    def _sample(
+    def _run_episodes(
         self,
-        split: str,
         examples: Sequence[dict],
         n: int,
-        sampling: tuple[float, float, int],
-        seeds: Sequence[int],
+        sampling: Sampling,
+        seeds: SeedPlan,
         first_index: int,
-    ) -> tuple[list[Rollout], int]:
-        """``n`` responses per example at ``sampling`` = (temperature, top_p, top_k)."""
-        from skyrl.tinker import types
-
-        temperature, top_p, top_k = sampling
+        first_episode: int = 0,
+    ) -> tuple[list[Episode], float]:
+        """(``n`` episodes per example, seconds spent in backend.sample). ``first_index``: the first
+        example's index (the episodes' task ids); ``first_episode``: its first episode's seed index."""
         assert self._sampler_ckpt is not None
-        ckpt_id, ckpt_path = self._sampler_ckpt
-        inputs, params, slices, prompts = [], [], [], []
-        n_truncated = 0
-        for i, ex in enumerate(examples):
-            ids, truncated = self._prompt_ids(split, ex)
-            n_truncated += truncated
-            prompts.append(ids)
-            start = len(inputs)
-            for _ in range(n):
-                inputs.append(types.ModelInput(chunks=[types.EncodedTextChunk(tokens=ids)]))
-                params.append(
-                    types.SamplingParams(
-                        temperature=temperature,
-                        top_p=top_p,
-                        top_k=top_k,
-                        max_tokens=self.settings.max_response_length,
-                        seed=int(seeds[len(params)]),
-                        stop_tokens=self.stop_token_ids,
-                    )
-                )
-            slices.append((f"{split}-{first_index + i}", self.model_id, start, len(inputs), False, 0))
-        batch = types.PreparedSampleBatch(
-            all_model_inputs=inputs,
-            all_sampling_params=params,
-            all_model_ids=[self.model_id] * len(inputs),
-            all_checkpoint_ids=[ckpt_id] * len(inputs),
-            all_checkpoint_paths=[str(ckpt_path)] * len(inputs),
-            all_session_ids=[None] * len(inputs),
-            needs_prompt_logprobs=False,
-            request_batch_slices=slices,
+        client = RolloutClient(self.backend, self.model_id, self._sampler_ckpt, self.stop_token_ids, sampling, seeds)
+        episodes = run_episodes(
+            self.workflow,
+            examples,
+            n,
+            client,
+            self.chat,
+            first_episode=first_episode,
+            first_task_index=first_index,
+            max_prompt_length=self.settings.max_prompt_length,
+            max_response_length=self.settings.max_response_length,
         )
-        results = self.backend.sample(batch)
-        rollouts: list[Rollout] = []
-        for i, (request_id, *_rest) in enumerate(slices):
-            out = results[request_id]
-            if isinstance(out, types.ErrorResponse):
-                raise RuntimeError(f"backend.sample failed for {request_id}: {out.error}")
-            if len(out.sequences) != n:
-                raise RuntimeError(f"backend.sample returned {len(out.sequences)} sequences, expected {n}")
-            for seq in out.sequences:
-                rollouts.append(
-                    Rollout(
-                        prompt_index=i,
-                        prompt_ids=prompts[i],
-                        response_ids=list(seq.tokens),
-                        logprobs=list(seq.logprobs),
-                        stop_reason=seq.stop_reason,
-                    )
-                )
-        return rollouts, n_truncated
+        return episodes, client.sample_time_s
 
-    def _score(self, examples: Sequence[dict], rollouts: list[Rollout]) -> None:
-        for r in rollouts:
-            ex = examples[r.prompt_index]
-            r.response_text = self.tokenizer.decode(r.response_ids, skip_special_tokens=True)
-            reward = float(self.task.reward_fn(ex["prompt"], r.response_text, ex["ground_truth"]))
-            if not math.isfinite(reward):
-                raise ValueError(f"task {self.task.name!r}: reward {reward} for prompt {ex['prompt']!r}")
-            r.reward = reward
-
-    def _datums(self, rollouts: list[Rollout]) -> list[dict]:
-        """Next-token training examples: loss (weight 1) only on the response tokens."""
-        datums = []
-        for r in rollouts:
-            if not r.response_ids:
-                continue  # nothing was sampled: nothing to train on
-            full = r.prompt_ids + r.response_ids
-            n_prompt = len(r.prompt_ids) - 1  # targets that are prompt tokens
-            n_resp = len(r.response_ids)
-            datums.append(
-                {
-                    "input": full[:-1],
-                    "target": full[1:],
-                    "weights": [0.0] * n_prompt + [1.0] * n_resp,
-                    "logprobs": [0.0] * n_prompt + [float(x) for x in r.logprobs],
-                    "advantages": [0.0] * n_prompt + [r.advantage] * n_resp,
-                    "n_prompt": n_prompt,
-                    "n_resp": n_resp,
-                }
-            )
-        return datums
-
-    def _apply_loss_agg_scale(self, rollouts: list[Rollout], datums: list[dict]) -> None:
+    def _apply_loss_agg_scale(self, datums: list[dict]) -> None:
         scales = loss_agg_scales(
             [d["n_resp"] for d in datums],
             self.settings.loss_agg_mode,
             self.engine.backend_reduction,
             self.settings.loss_norm_length or self.settings.max_response_length,
-            group_size=self.settings.n,  # a mini batch holds whole groups, in order
+            group_size=self.settings.n,
             micro_batch=self.settings.legacy_micro_batch,
+            groups=[d["group"] for d in datums],
         )
         for d, scale in zip(datums, scales, strict=True):
             if scale != 1.0:
                 d["advantages"] = [a * scale for a in d["advantages"]]
 
-    def _apply_kl_penalty(self, rollouts: list[Rollout], datums: list[dict]) -> float:
+    def _apply_kl_penalty(self, datums: list[dict]) -> float:
         """advantage_t -= kl_beta * (log pi_sample - log pi_base)_t (a per-token KL-in-reward penalty)."""
         out = self._model_pass(datums, self.ref_model_id, "cross_entropy", None, forward_only=True)
         kls = []
         for d, o in zip(datums, out.loss_fn_outputs, strict=True):
             ref = o["logprobs"]["data"]
-            p = d["n_prompt"]
-            for t in range(p, p + d["n_resp"]):
+            for t in trained_positions(d):
                 k = d["logprobs"][t] - ref[t]
                 kls.append(k)
                 d["advantages"][t] -= self.settings.kl_beta * k
@@ -621,18 +550,13 @@ def _stop_token_ids(tokenizer) -> list[int]:
     return ids
 
 
-def _seeds(seed: int, stream: int, step: int, count: int) -> list[int]:
-    """``count`` sampler seeds (31-bit), a pure function of (seed, stream, step)."""
-    state = np.random.SeedSequence([seed, stream, step]).generate_state(max(count, 1))
-    return [int(x) & 0x7FFFFFFF for x in state[:count]]
-
-
 def _mean_or_nan(xs: list[float]) -> float:
     return float(np.mean(xs)) if xs else math.nan
 
 
-def _response_slice(d: dict) -> slice:
-    return slice(d["n_prompt"], d["n_prompt"] + d["n_resp"])
+def _all_equal(group: list) -> bool:
+    rewards = [t.reward for t in group]
+    return max(rewards) == min(rewards)
 
 
 def loss_agg_scales(
@@ -642,6 +566,7 @@ def loss_agg_scales(
     max_len: int,
     group_size: int = 1,
     micro_batch: int = 1,
+    groups: Sequence[int] | None = None,
 ) -> list[float]:
     """Per-response factors on the advantages that turn the backend's own reduction into ``mode``.
 
@@ -654,8 +579,9 @@ def loss_agg_scales(
     - seq-mean-token-mean (``sequence_mean``): 1/(B n_i);
     - seq-mean-token-sum-norm (``seq_mean_token_sum_norm``, Dr. GRPO): 1/(B max_len);
     - seq-mean-token-sum (rLLM/verl): 1/B;
-    - ``prompt_mean``: 1/(G T_g), G prompt groups of ``group_size`` consecutive sequences, T_g the
-      tokens of i's group;
+    - ``prompt_mean``: 1/(G T_g), G groups, T_g the tokens of i's group: ``groups`` gives each
+      sequence's group (a workflow's (task, role) groups), else groups of ``group_size``
+      consecutive sequences;
     - ``token_mean_legacy``: 1/(K T_k), K micro batches of ``micro_batch`` consecutive sequences,
       T_k the tokens of i's micro batch.
 
@@ -673,7 +599,12 @@ def loss_agg_scales(
         sums = [sum(lengths[i : i + size]) for i in range(0, b, size)]
         return len(sums), [sums[i // size] for i in range(b)]
 
-    if mode == "prompt_mean":
+    if mode == "prompt_mean" and groups is not None:
+        sums: dict[int, int] = {}
+        for g, n in zip(groups, lengths, strict=True):
+            sums[g] = sums.get(g, 0) + n
+        count, tokens = len(sums), [sums[g] for g in groups]
+    elif mode == "prompt_mean":
         count, tokens = chunk_tokens(group_size)
     elif mode == "token_mean_legacy":
         count, tokens = chunk_tokens(micro_batch)
@@ -705,8 +636,8 @@ def _mean_seq_loss(out, datums: list[dict]) -> float:
         return float((out.metrics or {}).get("total_loss:sum", math.nan))
     per_seq = []
     for d, o in zip(datums, out.loss_fn_outputs, strict=True):
-        el = o["elementwise_loss"]["data"][_response_slice(d)]
-        per_seq.append(sum(el) / max(d["n_resp"], 1))
+        el = np.asarray(o["elementwise_loss"]["data"])[trained_positions(d)]
+        per_seq.append(float(el.sum()) / max(d["n_resp"], 1))
     return float(np.mean(per_seq)) if per_seq else 0.0
 
 
@@ -714,8 +645,8 @@ def _ratio_stats(out, datums: list[dict], low: float, high: float) -> tuple[floa
     """(mean importance ratio, fraction outside [low, high], mean |logp_train - logp_sample|)."""
     diffs = []
     for d, o in zip(datums, out.loss_fn_outputs, strict=True):
-        sl = _response_slice(d)
-        diffs.append(np.asarray(o["logprobs"]["data"][sl]) - np.asarray(d["logprobs"][sl]))
+        sl = trained_positions(d)
+        diffs.append(np.asarray(o["logprobs"]["data"])[sl] - np.asarray(d["logprobs"])[sl])
     if not diffs:
         return 1.0, 0.0, 0.0
     diff = np.concatenate(diffs)

@@ -1,0 +1,69 @@
+"""Text <-> tokens for workflows: prompts (optionally in the chat template) and observations.
+
+Two formats, as SkyRL's generator has them (skyrl/train/generators/skyrl_gym_generator.py):
+
+- chat template (``task.chat_template: true`` and the tokenizer has one; SkyRL's
+  ``use_conversation_multi_turn=true``): a prompt is the template applied to its messages with
+  the generation prompt; an observation is the template's rendering of the new messages plus the
+  next generation prompt, taken as the difference to a fixed base conversation (SkyRL's
+  "fixed base" tokenization), so earlier tokens are never re-tokenized (token in, token out);
+- raw text (``chat_template: false``; SkyRL's ``use_conversation_multi_turn=false``): the
+  messages' contents, encoded directly, no template.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Messages = list[dict[str, str]]
+
+# SkyRL's base conversation for the fixed-base observation tokenization.
+_BASE = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "I am a user."}]
+
+
+class ChatFormat:
+    """Tokenizes prompts and observations for one tokenizer and one format."""
+
+    def __init__(self, tokenizer: Any, chat_template: bool) -> None:
+        self.tokenizer = tokenizer
+        self.templated = bool(chat_template and getattr(tokenizer, "chat_template", None))
+        self._cache: dict[str, list[int]] = {}
+        self._base_ids: list[int] = []
+        if self.templated:
+            base = self._template(_BASE, generation_prompt=False)
+            eos = tokenizer.eos_token_id
+            if eos in base:  # end the base at its last end-of-turn: the observation starts after it
+                base = base[: len(base) - base[::-1].index(eos)]
+            self._base_ids = base
+
+    def _template(self, messages: Messages, generation_prompt: bool) -> list[int]:
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+        return self.encode(text)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def prompt_ids(self, prompt: str | Messages) -> list[int]:
+        """The first prompt's tokens (cached by content)."""
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        key = repr(messages)
+        if key not in self._cache:
+            if self.templated:
+                self._cache[key] = self._template(messages, generation_prompt=True)
+            else:
+                self._cache[key] = self.encode("\n".join(m["content"] for m in messages))
+        return self._cache[key]
+
+    def observation_ids(self, messages: Messages, done: bool) -> list[int]:
+        """Tokens of an environment's observation messages (and the next turn's generation prompt)."""
+        if not messages:
+            return []
+        if self.templated:
+            return self._template([*_BASE, *messages], generation_prompt=not done)[len(self._base_ids) :]
+        return [t for m in messages for t in self.encode(m["content"])]
+
+
+__all__ = ["ChatFormat", "Messages"]
