@@ -35,7 +35,8 @@ sys.path.insert(0, str(REPO))
 from launchers.base import JobState, LaunchRequest  # noqa: E402
 from launchers.local_slurm import LocalSlurm  # noqa: E402
 from launchers.slurm import SlurmLauncher, SlurmSettings  # noqa: E402
-from rllm_sweeps.results import SLURM_JOB_ID_FILE, read_metrics  # noqa: E402
+from rllm_sweeps.records.attempts import latest_scheduler_id  # noqa: E402
+from rllm_sweeps.results import read_metrics  # noqa: E402
 
 QUICK = [
     "trainer.total_batches=2",
@@ -81,8 +82,8 @@ def sacct_starts(ids: list[str], env: dict[str, str], prefix: list[str]) -> dict
 
 def job_overheads(sweep_dir: Path, env: dict[str, str], prefix: list[str] | None = None) -> list[tuple[float, float]]:
     """(SLURM start -> first training step, Ray bring-up) in seconds, per job of a sweep."""
-    job_dirs = sorted(p for p in (sweep_dir / "jobs").glob("*") if (p / SLURM_JOB_ID_FILE).exists())
-    ids = {d: (d / SLURM_JOB_ID_FILE).read_text().strip() for d in job_dirs}
+    job_dirs = sorted(p for p in (sweep_dir / "jobs").glob("*") if latest_scheduler_id(p))
+    ids = {d: latest_scheduler_id(d) for d in job_dirs}
     starts = sacct_starts(list(ids.values()), env, prefix or [])
     out = []
     for d in job_dirs:

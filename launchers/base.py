@@ -35,6 +35,7 @@ class JobStatus:
     returncode: int | None = None
     detail: str = ""  # e.g. the scheduler's job id or reason
     failure: str | None = None  # an infrastructure reason the scheduler saw (node failure, OOM kill)
+    log: str = ""  # the end of the scheduler's log of the job, where it ended badly
 
 
 class Launcher(abc.ABC):
@@ -61,6 +62,12 @@ class Launcher(abc.ABC):
         """What the scheduler would refuse, per distinct job shape (resources.*), before anything
         is submitted; none by default."""
         return []
+
+    def reattach(self, job_dirs: list[Path]) -> dict[Path, Any]:
+        """Handles of jobs an earlier sweeper left live with the scheduler, by job directory, so a
+        rerun polls them instead of submitting again; none by default (a local job dies with its
+        sweeper)."""
+        return {}
 
     def submit_array(self, requests: list[LaunchRequest], parallel: int) -> list[Any]:
         """Every job at once, at most `parallel` running (where `queues_arrays`)."""

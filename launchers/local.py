@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from rllm_sweeps.records import attempts
 
 _PR_SET_PDEATHSIG = 1
 
@@ -26,6 +27,23 @@ def _die_with_parent() -> None:
 class LocalHandle:
     process: subprocess.Popen
     log: IO[bytes]
+    request: LaunchRequest
+    ended: bool = False
+
+    @property
+    def attempt_id(self) -> str:
+        return f"local-{self.process.pid}"
+
+    def generation(self) -> int:
+        return int(self.request.env.get(attempts.GENERATION_ENV, "0") or 0)
+
+    def close(self) -> None:
+        """The attempt's end, once: in its records, and the log file."""
+        if not self.ended:
+            self.ended = True
+            code = self.process.returncode
+            attempts.record_end(self.request.job_dir, self.attempt_id, code, generation=self.generation())
+        self.log.close()
 
 
 class LocalLauncher(Launcher):
@@ -42,13 +60,15 @@ class LocalLauncher(Launcher):
             env={**os.environ, **request.env},
             preexec_fn=_die_with_parent,
         )
-        return LocalHandle(process, log)
+        handle = LocalHandle(process, log, request)
+        attempts.record_start(request.job_dir, handle.attempt_id, generation=handle.generation(), pid=process.pid)
+        return handle
 
     def poll(self, handle: LocalHandle) -> JobStatus:
         code = handle.process.poll()
         if code is None:
             return JobStatus(JobState.RUNNING, detail=f"pid {handle.process.pid}")
-        handle.log.close()
+        handle.close()
         failure = None
         if code == -signal.SIGKILL:
             failure = "killed by SIGKILL (the kernel's out-of-memory killer, or kill -9)"
@@ -62,4 +82,4 @@ class LocalLauncher(Launcher):
             except subprocess.TimeoutExpired:
                 handle.process.kill()
                 handle.process.wait()
-        handle.log.close()
+        handle.close()

@@ -29,22 +29,9 @@ from typing import Any
 import submitit
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from launchers.slurm_states import REQUEUE_MAY_FOLLOW, REQUEUED_BY_SLURM, base_state, classify_end, is_live
 from launchers.slurm_task import TrainCommand
-from rllm_sweeps.results import SLURM_JOB_ID_FILE
-
-# sacct states after which a job will not run again (submitit's names).
-_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE"}
-# Ended states that are the machine's fault, not the job's: worth running again.
-_INFRASTRUCTURE = {
-    "NODE_FAIL": "node failure (SLURM state NODE_FAIL)",
-    "BOOT_FAIL": "node failed to boot (SLURM state BOOT_FAIL)",
-    "OUT_OF_MEMORY": "killed for memory (SLURM state OUT_OF_MEMORY)",
-    "PREEMPTED": "preempted (SLURM state PREEMPTED)",
-}
-_REQUEUE_MAY_FOLLOW = {"TIMEOUT", "PREEMPTED"}
-# Ended states after which SLURM itself requeues a batch job (JobRequeue=1, its default): sacct
-# may show them for only a moment before PENDING, so a RUNNING -> PENDING job is asked about.
-_REQUEUED_BY_SLURM = {"NODE_FAIL", "BOOT_FAIL"}
+from rllm_sweeps.records import attempts
 
 
 @dataclass(frozen=True)
@@ -65,9 +52,12 @@ class SlurmSettings:
     requeue_grace_s: float = 30.0  # how long TIMEOUT/PREEMPTED must stay to mean the job ended
 
 
-def record_job_id(job_dir: Path, job_id: str) -> None:
-    """The job's newest SLURM id (`rllm-sweeps status` reads it; array tasks are ID_TASK)."""
-    (job_dir / SLURM_JOB_ID_FILE).write_text(job_id + "\n")
+def record_submission(request: LaunchRequest, job: submitit.Job) -> None:
+    """Every SLURM job id the sweep ever submitted for a job, with submitit's folder: a rerun of
+    the sweep finds the ones still live and reattaches instead of submitting again."""
+    generation = int(request.env.get(attempts.GENERATION_ENV, "0") or 0)
+    folder = str(job.paths.folder)
+    attempts.append_event(request.job_dir, "submitted", scheduler_id=job.job_id, folder=folder, generation=generation)
 
 
 def _minutes(limit: str) -> int | None:
@@ -91,6 +81,7 @@ class SlurmLauncher(Launcher):
         self._last_submit = 0.0
         self._ending: dict[str, float] = {}  # job id -> when a state a requeue may follow was first seen
         self._running: set[str] = set()  # job ids seen RUNNING (back to PENDING means a requeue)
+        self._job_dirs: dict[str, Path] = {}  # job id -> the job's directory (its attempt records)
 
     def executor(
         self, request: LaunchRequest, folder: Path | None = None, name: str | None = None, after: str | None = None
@@ -175,7 +166,8 @@ class SlurmLauncher(Launcher):
         command = self.command(request)
         self.pace()
         job = self.executor(request).submit(command)
-        record_job_id(request.job_dir, job.job_id)
+        record_submission(request, job)
+        self._job_dirs[job.job_id] = request.job_dir
         return job
 
     def submit_array(self, requests: list[LaunchRequest], parallel: int) -> list[submitit.Job]:
@@ -198,7 +190,8 @@ class SlurmLauncher(Launcher):
             with executor.batch():
                 submitted = [executor.submit(c) for c in commands]
             for request, job in zip(chunk, submitted, strict=True):
-                record_job_id(request.job_dir, job.job_id)
+                record_submission(request, job)
+                self._job_dirs[job.job_id] = request.job_dir
                 jobs[request.index] = job
             previous = submitted[0].job_id.split("_")[0]
         return [jobs[r.index] for r in requests]
@@ -224,18 +217,20 @@ class SlurmLauncher(Launcher):
         if now - self._last_poll >= self.settings.poll_interval_s:
             self._last_poll = now
             job.watcher.update()  # one sacct call for every job of this watcher
-        state = job.watcher.get_state(job.job_id, mode="standard")
+        state = base_state(job.watcher.get_state(job.job_id, mode="standard"))
         if state == "RUNNING":
             self._running.add(job.job_id)
         elif state == "PENDING" and job.job_id in self._running:
             self._running.discard(job.job_id)
             ended = self.last_ended_state(job.job_id)
-            if ended in _REQUEUED_BY_SLURM:
+            if ended in REQUEUED_BY_SLURM:
                 # SLURM requeued the job after its node failed. The sweeper decides about retries
                 # (counted, recorded, bounded by max_retries), so this counts as the end.
-                failure = f"{_INFRASTRUCTURE[ended]}, requeued by SLURM"
-                return JobStatus(JobState.FINISHED, returncode=1, detail=ended, failure=failure)
-        if state in _REQUEUE_MAY_FOLLOW:
+                end = classify_end(ended)
+                return JobStatus(
+                    JobState.FINISHED, returncode=1, detail=ended, failure=f"{end.reason}, requeued by SLURM"
+                )
+        if state in REQUEUE_MAY_FOLLOW:
             # submitit requeues a timed-out job and SLURM a preempted one: sacct shows the
             # state for a moment before PENDING. Only a state that stays is the end.
             first_seen = self._ending.setdefault(job.job_id, now)
@@ -243,17 +238,53 @@ class SlurmLauncher(Launcher):
                 return JobStatus(JobState.RUNNING, detail=f"{job.job_id} {state} (a requeue may follow)")
         else:
             self._ending.pop(job.job_id, None)
-        if state in _ENDED or state in _INFRASTRUCTURE:
-            code = 0 if state == "COMPLETED" else 1
-            return JobStatus(JobState.FINISHED, returncode=code, detail=state, failure=_INFRASTRUCTURE.get(state))
-        return JobStatus(JobState.PENDING if state == "PENDING" else JobState.RUNNING, detail=f"{job.job_id} {state}")
+        if is_live(state) or state == "UNKNOWN":  # UNKNOWN: sacct does not list a fresh job yet
+            return JobStatus(
+                JobState.PENDING if state == "PENDING" else JobState.RUNNING, detail=f"{job.job_id} {state}"
+            )
+        log = self.log_tail(job) if state != "COMPLETED" else ""
+        end = classify_end(state, log, started=self.process_started(job.job_id))
+        return JobStatus(JobState.FINISHED, returncode=end.returncode, detail=end.reason, failure=end.failure, log=log)
+
+    def log_tail(self, job: submitit.Job, size: int = 4000) -> str:
+        """The end of the job's SLURM log (submitit's stderr file: srun's and slurmstepd's errors)."""
+        try:
+            return job.paths.stderr.read_text(errors="replace")[-size:]
+        except OSError:
+            return ""
+
+    def process_started(self, job_id: str) -> bool:
+        job_dir = self._job_dirs.get(job_id)
+        events = attempts.read_events(job_dir) if job_dir else []
+        return any(e.get("event") == "start" and e.get("scheduler_id") == job_id for e in events)
+
+    def reattach(self, job_dirs: list[Path]) -> dict[Path, submitit.Job]:
+        """The jobs an earlier sweeper submitted that SLURM still runs or holds (one sacct call): the
+        newest of each job is adopted, any older live one cancelled (never two live attempts)."""
+        found: dict[Path, list[submitit.Job]] = {}
+        for job_dir in job_dirs:
+            for sub in attempts.submissions(job_dir):
+                folder = Path(sub.folder) if sub.folder else job_dir / "slurm"
+                found.setdefault(job_dir, []).append(submitit.SlurmJob(folder=folder, job_id=sub.scheduler_id))
+        if not found:
+            return {}
+        next(iter(found.values()))[0].watcher.update()
+        adopted: dict[Path, submitit.Job] = {}
+        for job_dir, jobs in found.items():
+            live = [j for j in jobs if is_live(j.watcher.get_state(j.job_id, mode="cache"))]
+            for stale in live[:-1]:
+                stale.cancel(check=False)
+            if live:
+                adopted[job_dir] = live[-1]
+                self._job_dirs[live[-1].job_id] = job_dir
+        return adopted
 
     def last_ended_state(self, job_id: str) -> str | None:
         """How the job's latest finished incarnation ended (sacct keeps one record per requeue)."""
         args = ["sacct", "--duplicates", "--allocations", "--noheader", "--parsable2", "-o", "State", "-j", job_id]
         proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
-        states = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
-        ended = [s for s in states if s not in ("PENDING", "RUNNING", "REQUEUING", "REQUEUE_HOLD")]
+        states = [base_state(line) for line in proc.stdout.splitlines() if line.strip()]
+        ended = [s for s in states if not is_live(s) or s in REQUEUE_MAY_FOLLOW]
         return ended[-1] if ended else None
 
     def cancel(self, job: submitit.Job) -> None:

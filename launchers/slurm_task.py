@@ -17,6 +17,7 @@ from typing import Any
 
 import submitit
 
+from rllm_sweeps.records import attempts
 from rllm_sweeps.runtime import job_ray
 
 STOP_TIMEOUT_S = 60  # for the training process to reach a step boundary and save
@@ -32,19 +33,29 @@ class TrainCommand(submitit.helpers.Checkpointable):
         self.process: subprocess.Popen | None = None
 
     def __call__(self) -> int:
-        rank = submitit.JobEnvironment().global_rank
+        environment = submitit.JobEnvironment()
+        rank = environment.global_rank
         job_dir = self.log.parent
         argv, log_path = self.argv, self.log
+        generation = int(self.env.get(attempts.GENERATION_ENV, "0") or 0)
         if rank > 0:
             argv, log_path = job_ray.worker_argv(job_dir, rank), job_dir / f"ray-worker-{rank}.log"
+        else:
+            # Before train.py starts: an attempt killed during its start-up still leaves a trace, and
+            # SLURM's requeues are counted (SLURM_RESTART_COUNT) as well as the resumes.
+            restarts = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
+            attempts.record_start(job_dir, environment.job_id, restarts, generation=generation)
+        code: int | None = None
         try:
             with log_path.open("ab") as log:
                 self.process = subprocess.Popen(argv, env={**os.environ, **self.env}, stdout=log, stderr=log)
                 code = self.process.wait()
         finally:
-            if rank == 0 and job_ray.allocation_nodes() > 1:
-                # Also when train.py died before its Ray head was up: the workers stop waiting.
-                job_ray.mark_attempt_over(job_dir)
+            if rank == 0:
+                attempts.record_end(job_dir, environment.job_id, code, generation=generation)
+                if job_ray.allocation_nodes() > 1:
+                    # Also when train.py died before its Ray head was up: the workers stop waiting.
+                    job_ray.mark_attempt_over(job_dir)
         if code not in (0, 143):
             raise RuntimeError(f"training exited with code {code} (see the job's job.log and result.json)")
         return code

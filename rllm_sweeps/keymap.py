@@ -169,6 +169,7 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
         "tokens sampled per validation response",
     ),
     KeyMapping("rollout.n", _T + "generator.n_samples_per_prompt", "samples per prompt (group size)"),
+    KeyMapping("workflow.max_turns", _T + "generator.max_turns", "model turns per episode (workflows)"),
     KeyMapping("rollout.n_val", _T + "generator.eval_n_samples_per_prompt", "samples per validation prompt"),
     KeyMapping("rollout.train.temperature", _T + "generator.sampling_params.temperature", "sampling temperature"),
     KeyMapping("rollout.train.top_p", _T + "generator.sampling_params.top_p", "nucleus sampling p"),

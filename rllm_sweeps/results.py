@@ -19,10 +19,13 @@ METRICS_FILE = "metrics.jsonl"
 MANIFEST_FILE = "manifest.json"
 PLAN_FILE = "plan.json"
 JOBS_DIR = "jobs"
-SLURM_JOB_ID_FILE = "slurm_job_id"  # in a job's directory: its newest SLURM job id
 SCHEMA_VERSION = 1
 # What a job's `final` holds: the validation metrics the loop reports (a sweep's metric is one of them).
 VALIDATION_METRICS = ("val_reward_mean", "val_reward_std", "val_response_length_mean", "val_num_samples")
+# The metric a job and a sweep are judged by when none is named, and its goal.
+DEFAULT_METRIC, DEFAULT_GOAL = "val_reward_mean", "maximize"
+# The sweep's metrics and goals, handed to each job ("NAME:GOAL,..."): a job's `best` follows them.
+METRICS_ENV = "RLLM_SWEEPS_METRICS"
 
 # Job states. `completed` and `pruned` are final successes; resume reruns the others.
 COMPLETED, FAILED, PRUNED, RUNNING, PREEMPTED = "completed", "failed", "pruned", "running", "preempted"
@@ -36,12 +39,14 @@ class JobResult:
     overrides: list[str] = field(default_factory=list)
     steps: int = 0  # training steps completed
     final: dict[str, float] = field(default_factory=dict)  # last validation's metrics
-    best: dict[str, float] = field(default_factory=dict)  # best value of each validation metric
+    best: dict[str, float] = field(default_factory=dict)  # best value of each judged metric, by its goal
+    validations: list[dict[str, float]] = field(default_factory=list)  # every validation's metrics, with its step
     wall_time_s: float = 0.0  # this attempt, from job start to end
     phase_time_s: dict[str, float] = field(default_factory=dict)  # sample / forward_backward / optim / other
     started_at: float = 0.0  # unix time of this attempt's start
     ended_at: float | None = None
     restarts: int = 0  # times the job was resumed from a checkpoint
+    attempts: int = 1  # times its process was started (SLURM's requeues too; records/attempts.py)
     nodes: int = 1  # nodes of the job's Ray cluster (resources.nodes until it has trained)
     engine: str = "jax"  # skyrl.engine
     backend: str = ""  # the SkyRL backend class that trained (JaxBackend, RayJaxBackend, ...)
@@ -67,6 +72,27 @@ class JobResult:
             return None
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def judged_metrics(env: str | None = None) -> list[tuple[str, str]]:
+    """(name, goal) of each metric the job is judged by: the sweep's (METRICS_ENV), else the default."""
+    text = os.environ.get(METRICS_ENV, "") if env is None else env
+    pairs = [tuple(item.rsplit(":", 1)) for item in text.split(",") if ":" in item]
+    return [(n, g) for n, g in pairs if g in ("maximize", "minimize")] or [(DEFAULT_METRIC, DEFAULT_GOAL)]
+
+
+def metrics_env(metrics: list[tuple[str, str]]) -> str:
+    return ",".join(f"{name}:{goal}" for name, goal in metrics)
+
+
+def best_values(validations: list[dict[str, Any]], metrics: list[tuple[str, str]]) -> dict[str, float]:
+    """Each metric's best value over the validations, by its goal (a metric never reported: absent)."""
+    best: dict[str, float] = {}
+    for name, goal in metrics:
+        values = [float(v[name]) for v in validations if isinstance(v.get(name), int | float)]
+        if values:
+            best[name] = max(values) if goal == "maximize" else min(values)
+    return best
 
 
 def _umask() -> int:

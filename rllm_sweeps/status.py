@@ -13,15 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from rllm_sweeps.results import JOBS_DIR, PLAN_FILE, SLURM_JOB_ID_FILE, JobResult, read_metrics
-
-
-def slurm_job_id(job_dir: Path) -> str | None:
-    """The newest SLURM job id the launcher recorded for this job (ID, or ID_TASK in an array)."""
-    try:
-        return (job_dir / SLURM_JOB_ID_FILE).read_text().strip() or None
-    except FileNotFoundError:
-        return None
+from rllm_sweeps.records import attempts
+from rllm_sweeps.results import DEFAULT_METRIC, JOBS_DIR, PLAN_FILE, JobResult, read_metrics
 
 
 def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:
@@ -45,18 +38,25 @@ def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:
 
 def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
     job_dirs = sorted(p for p in (sweep_dir / JOBS_DIR).glob("*") if p.is_dir())
-    ids = {d: slurm_job_id(d) for d in job_dirs}
+    ids = {d: attempts.latest_scheduler_id(d) for d in job_dirs}
     slurm = sacct_states([i for i in ids.values() if i])
     rows = []
     for job_dir in job_dirs:
         result = JobResult.read(job_dir)
         metrics = read_metrics(job_dir)
         last = metrics[-1] if metrics else {}
-        metric = next((f"{k}={last[k]:.4g}" for k in ("val_reward_mean", "reward_mean") if k in last), "")
+        metric = next((f"{k}={last[k]:.4g}" for k in (DEFAULT_METRIC, "reward_mean") if k in last), "")
         sched = slurm.get(ids[job_dir] or "", {})
-        elapsed = sched.get("elapsed") or (
-            f"{(result.ended_at or time.time()) - result.started_at:.0f}s" if result and result.started_at else ""
-        )
+        runs = attempts.read_attempts(job_dir)
+        # Every attempt's time, not only the last one's (a job still running counts to now).
+        if runs:
+            live = sched.get("state") in ("RUNNING", "PENDING") or (result is not None and result.status == "running")
+            last_end = time.time() if live else (result.ended_at if result else None) or last.get("time")
+            elapsed = f"{attempts.total_time_s(runs, last_end):.0f}s"
+        else:
+            elapsed = sched.get("elapsed") or (
+                f"{(result.ended_at or time.time()) - result.started_at:.0f}s" if result and result.started_at else ""
+            )
         rows.append(
             {
                 "job": job_dir.name,
@@ -67,7 +67,8 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
                 "elapsed": elapsed,
                 "step": str(last.get("step", "")),
                 "last_metric": metric,
-                "restarts": str(result.restarts if result else 0),
+                "attempts": str(len(runs)),  # process starts, SLURM's requeues included
+                "restarts": str(result.restarts if result else 0),  # resumes from a checkpoint
                 "retries": str(result.retries if result else 0),  # after infrastructure failures
             }
         )

@@ -253,7 +253,7 @@ def _another_value(value):
 
 
 SPECIAL_VALUES = {
-    "model.path": "/models/my-model",
+    "model.path": "my-org/my-model",  # a hub id: validated at job start (a local path must exist)
     "trainer.logger": ["console", "tensorboard"],
     "trainer.project_name": "other",
     "trainer.experiment_name": "other",

@@ -15,6 +15,7 @@ from slurm_fixtures import SUBNET, LocalSlurm
 from test_slurm_failures import wait_for
 from test_slurm_sweep import QUICK
 
+from rllm_sweeps.records.attempts import latest_scheduler_id
 from rllm_sweeps.results import JobResult, read_metrics
 from rllm_sweeps.runtime.job_ray import JOIN_TIMEOUT_S
 from rllm_sweeps.runtime.ray_cluster import pid_alive
@@ -66,7 +67,7 @@ def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_a_requeue_
     job_dir = next(tmp_path.glob("jobs/*"))
     first_head = json.loads((job_dir / "ray.json").read_text())
     first_worker = json.loads((job_dir / "ray-worker-1.json").read_text())
-    job_id = (job_dir / "slurm_job_id").read_text().strip()
+    job_id = latest_scheduler_id(job_dir)
     cluster.run_client(["scontrol", "requeue", job_id], check=True)
 
     out, job_dir = job_output(sweeper.communicate(timeout=900)[0], tmp_path)

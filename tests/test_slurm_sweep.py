@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from rllm_sweeps.records.attempts import latest_scheduler_id
 from rllm_sweeps.results import JobResult, read_metrics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,7 +69,7 @@ def test_four_training_jobs_run_as_throttled_slurm_arrays_never_more_than_two_at
     assert len(results) == 4 and all(r.status == "completed" for r in results)
     assert "val_reward_mean" in proc.stdout  # the table
     # They ran as SLURM jobs: an array of 3 tasks split off at max_array_size, and one more job.
-    ids = sorted((p / "slurm_job_id").read_text().strip() for p in tmp_path.glob("jobs/*"))
+    ids = sorted(latest_scheduler_id(p) for p in tmp_path.glob("jobs/*"))
     arrays: dict[str, int] = {}
     for job_id in ids:
         arrays[job_id.split("_")[0]] = arrays.get(job_id.split("_")[0], 0) + 1
@@ -162,7 +163,7 @@ def test_scontrol_requeue_after_a_checkpoint_resumes_with_continuous_metrics_and
         assert sweeper.poll() is None and time.monotonic() < deadline, sweeper.stdout.read()[-3000:]
         time.sleep(0.2)
     job_dir = next(tmp_path.glob("jobs/*"))
-    job_id = (job_dir / "slurm_job_id").read_text().strip()
+    job_id = latest_scheduler_id(job_dir)
     assert [j["state"] for j in sacct_jobs("rllm-", since) if j["id"] == job_id] == ["RUNNING"]
     subprocess.run(["scontrol", "requeue", job_id], check=True)
     out, _ = sweeper.communicate(timeout=600)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.keymap import LOSS_AGG_MODES, LR_SCHEDULES
@@ -112,6 +113,25 @@ def path_name(v: Any) -> str | None:
     return None
 
 
+def model_path(v: Any) -> str | None:
+    """A built-in model, a local Hugging Face model directory, or a hub id (`org/name`, fetched or
+    found in the Hugging Face cache when the job starts): a local path that does not exist is refused
+    before any job is launched, not after a sweep's every job has brought Ray up."""
+    from rllm_sweeps.models.tiny import BUILTIN_MODELS, is_hub_id
+
+    builtins = ", ".join(sorted("builtin:" + n for n in BUILTIN_MODELS))
+    if not isinstance(v, str) or not v:
+        return f"a local model directory, a hub id (org/name) or one of {builtins}"
+    if v.startswith("builtin:"):
+        return None if v.removeprefix("builtin:") in BUILTIN_MODELS else f"one of {builtins}"
+    local = Path(v).expanduser()
+    if local.is_dir():
+        return None if (local / "config.json").is_file() else "a Hugging Face model directory (it has no config.json)"
+    if is_hub_id(v):
+        return None
+    return f"an existing local model directory (there is no {local}), a hub id (org/name) or one of {builtins}"
+
+
 def list_of(item: Check, length: int | None = None) -> Check:
     def check(v: Any) -> str | None:
         if not isinstance(v, list | tuple) or (length is not None and len(v) != length):
@@ -138,7 +158,7 @@ def name_or_list_of(item: Check) -> Check:
 
 # Every common leaf in conf/config.yaml has a rule here (a test keeps the two in step).
 RULES: dict[str, Check] = {
-    "model.path": text,
+    "model.path": model_path,
     "model.lora.rank": integer(ge=1),
     "model.lora.alpha": integer(ge=1),
     "data.train_batch_size": integer(ge=1),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -189,12 +190,37 @@ def resolve_model_path(path: str, cache_dir: Path) -> Path:
             shutil.rmtree(tmp, ignore_errors=True)
         return final
     local = Path(path).expanduser()
+    if not local.is_dir() and is_hub_id(path):
+        return _from_hub(path)
     if not local.is_dir():
         raise ValueError(
-            f"model.path={path!r} is not an existing local directory (no model hub is used); "
-            f"use a local Hugging Face checkpoint directory or one of "
+            f"model.path={path!r} is not an existing local directory nor a hub id (org/name); "
+            f"use a local Hugging Face checkpoint directory, a hub id, or one of "
             f"{sorted('builtin:' + n for n in BUILTIN_MODELS)}"
         )
     if not (local / "config.json").is_file():
         raise ValueError(f"model.path={path!r} has no config.json: not a Hugging Face model directory")
     return local.resolve()
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def is_hub_id(path: str) -> bool:
+    """`org/name` as the Hugging Face hub writes it (a path that exists locally is a path)."""
+    return bool(_HUB_ID.fullmatch(path)) and not path.startswith((".", "~")) and ".." not in path
+
+
+def _from_hub(repo_id: str) -> Path:
+    """A hub model's local snapshot: the Hugging Face cache, or a download where the hub is reachable
+    (HF_HUB_OFFLINE=1: the cache only)."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id=repo_id))
+    except Exception as err:  # offline, unknown repo, gated: one message saying what to do
+        raise ValueError(
+            f"model.path={repo_id!r}: the hub model is neither in the Hugging Face cache nor downloadable here "
+            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); download it first "
+            f"(huggingface-cli download {repo_id}) or give a local directory"
+        ) from err

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.attempts import read_attempts, total_time_s
 from rllm_sweeps.report.study import StudySummary, read_study
 from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
-from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, PRUNED, RUNNING, JobResult, read_metrics
+from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, PRUNED, RUNNING, JobResult, best_values, read_metrics
 
 # Planned jobs with no result.json: the directory is there (the job died before writing
 # one), or not (the job never started).
@@ -78,6 +79,7 @@ class JobRow:
     steps: int | None = None
     wall_time_s: float | None = None
     restarts: int = 0
+    attempts: int = 1  # process starts: SLURM's requeues and the sweep's retries too
     error: str | None = None  # the last line of the error
     failure_kind: str | None = None
     overrides: list[str] = field(default_factory=list)
@@ -324,15 +326,22 @@ def _fill_from_result(row: JobRow, result: JobResult, curve: _Curve, metrics: li
             value = history[-1] if history else None
         if value is not None:
             row.final[m.name] = value
-        top = _finite(best.get(m.name))
+        # The best by this sweep's goal, from the job's validation history (result.json's, else
+        # metrics.jsonl's); a `best` the job computed itself only where neither has the metric.
+        top = best_values(result.validations, [(m.name, m.goal)]).get(m.name)
         if top is None:
             history = curve.values(m.name)
             if history:
                 top = max(history) if m.goal == "maximize" else min(history)
+        top = _finite(top if top is not None else best.get(m.name))
         if top is not None:
             row.best[m.name] = top
     row.steps = int(result.steps or 0) or curve.last_step() or 0
-    if result.wall_time_s:
+    row.attempts = int(result.attempts or 1)
+    if curve.job_dir is not None and (runs := read_attempts(curve.job_dir)):
+        # Every attempt's time (requeues, retries), not only the last one's.
+        row.wall_time_s = total_time_s(runs, result.ended_at or curve.last_time())
+    elif result.wall_time_s:
         row.wall_time_s = float(result.wall_time_s)
     elif result.started_at and (last := curve.last_time()) is not None:
         row.wall_time_s = max(0.0, last - float(result.started_at))  # a running job: time to its last record

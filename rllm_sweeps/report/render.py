@@ -122,13 +122,14 @@ def _job_table(report: Report, max_rows: int) -> list[str]:
     names = short_keys(report.swept)
     show_seed = any(j.seed is not None for j in report.jobs) and report.has_seeds
     show_restarts = any(j.restarts for j in report.jobs)
+    show_attempts = any(j.attempts > 1 for j in report.jobs)
     show_error = any(j.error for j in report.jobs)
     show_best = any(j.best.get(m.name) != j.final.get(m.name) for j in report.jobs for m in report.metrics)
     head = ["#", *(truncate(names[k], MAX_CELL) for k in report.swept)]
     head += ["seed"] * show_seed + ["status"]
     for m in report.metrics:
         head += [m.name] + [f"best {m.name}"] * show_best
-    head += ["steps", "time"] + ["restarts"] * show_restarts + ["error"] * show_error
+    head += ["steps", "time"] + ["restarts"] * show_restarts + ["attempts"] * show_attempts + ["error"] * show_error
     rows = [head]
     for j in report.jobs[:max_rows]:
         row = [str(j.index), *(truncate(fmt_value(j.params.get(k)), MAX_CELL) for k in report.swept)]
@@ -136,12 +137,13 @@ def _job_table(report: Report, max_rows: int) -> list[str]:
         for m in report.metrics:
             row += [fmt_number(j.final.get(m.name))] + [fmt_number(j.best.get(m.name))] * show_best
         row += ["" if j.steps is None else str(j.steps), fmt_duration(j.wall_time_s)]
-        row += [str(j.restarts)] * show_restarts + [truncate(j.error or "", MAX_ERROR)] * show_error
+        row += [str(j.restarts)] * show_restarts + [str(j.attempts)] * show_attempts
+        row += [truncate(j.error or "", MAX_ERROR)] * show_error
         rows.append(row)
     first_metric = len(report.swept) + 2 + show_seed
     right = {0, *range(first_metric, first_metric + len(report.metrics) * (1 + show_best) + 2)}
-    if show_restarts:
-        right.add(first_metric + len(report.metrics) * (1 + show_best) + 2)
+    after_time = first_metric + len(report.metrics) * (1 + show_best) + 2
+    right |= set(range(after_time, after_time + show_restarts + show_attempts))
     lines = _align(rows, right)
     if len(report.jobs) > max_rows:
         lines.append(f"... {len(report.jobs) - max_rows} more jobs (all in report/jobs.csv)")

@@ -27,6 +27,8 @@ from rllm_sweeps.results import MANIFEST_FILE, write_json_atomic
 from rllm_sweeps.sweep.plan import Plan, plan_sweep
 from rllm_sweeps.sweep.runner import FINAL_STATES, JobSource, StaticSource, SweepRunner, is_hydra_override
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+
 
 @dataclass(frozen=True)
 class SweepOptions:
@@ -55,6 +57,9 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C) while planning: nothing was launched", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
     parallel = options.parallel if options.parallel is not None else plan.spec.parallel  # the spec checks its own
     sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
     if options.dry_run:
@@ -80,14 +85,21 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         launcher,
         parallel,
         metric=plan.spec.metric[0],
+        metrics=list(plan.spec.metric),
         max_retries=options.max_retries,
         progress_every_s=options.progress_every_s,
     )
+    results: dict[int, Any] | None = None
     try:
         results = runner.run()
+    except KeyboardInterrupt:
+        pass  # the runner stopped the jobs in flight; the table so far, then one line
     finally:
         source.close()
     print_final_table(sweep_dir)
+    if results is None:
+        print(f"interrupted (Ctrl-C): rerun the same command to resume {sweep_dir}", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED)
     failed = [i for i, r in results.items() if r is None or r.status not in FINAL_STATES]
     if source.stopped:
         print(f"{'error' if source.fatal else 'note'}: the search stopped: {source.stopped}", file=sys.stderr)

@@ -22,7 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
-from rllm_sweeps.results import COMPLETED, FAILED, JOBS_DIR, PRUNED, RESULT_FILE, RUNNING, JobResult
+from rllm_sweeps.records import attempts
+from rllm_sweeps.results import (
+    COMPLETED,
+    FAILED,
+    JOBS_DIR,
+    METRICS_ENV,
+    PREEMPTED,
+    PRUNED,
+    RESULT_FILE,
+    RUNNING,
+    JobResult,
+    metrics_env,
+)
 from rllm_sweeps.sweep.plan import Plan, PlannedJob
 from rllm_sweeps.sweep.spec import Metric
 from rllm_sweeps.trackers import clock
@@ -31,6 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "train.py"
 FINAL_STATES = (COMPLETED, PRUNED)
 INFRASTRUCTURE = "infrastructure"
+USER = "user"
 
 
 @dataclass
@@ -76,6 +89,12 @@ class JobSource(abc.ABC):
         """What the sweep's manifest records of the search behind it (None: a plan)."""
         return None
 
+    def claim(self, job_dir: Path) -> JobToRun | None:
+        """A job an earlier sweeper left running with the scheduler: the source hands it over as
+        running (and will not hand it out again), or None when it has no use for it (it is then
+        cancelled). None by default."""
+        return None
+
     def close(self) -> None:  # noqa: B027 (an optional hook: nothing to release by default)
         """Release what the source holds (a study's storage); nothing by default."""
 
@@ -119,6 +138,12 @@ class StaticSource(JobSource):
         taken, self._queue = self._queue[:free_slots], self._queue[free_slots:]
         return taken
 
+    def claim(self, job_dir: Path) -> JobToRun | None:
+        for i, run in enumerate(self._queue):
+            if run.job_dir == job_dir:
+                return self._queue.pop(i)
+        return None
+
     def exhausted(self) -> bool:
         return not self._queue
 
@@ -127,6 +152,10 @@ class StaticSource(JobSource):
 
     def pending(self) -> int:
         return len(self._queue)
+
+
+def _is_final(result: JobResult | None) -> bool:
+    return result is not None and result.status in FINAL_STATES
 
 
 def is_hydra_override(override: str) -> bool:
@@ -154,6 +183,7 @@ class SweepRunner:
         parallel: int,
         *,
         metric: Metric,
+        metrics: list[Metric] | None = None,
         max_retries: int = 2,
         progress_every_s: float = 10.0,
     ) -> None:
@@ -162,17 +192,23 @@ class SweepRunner:
         self.launcher = launcher
         self.parallel = parallel
         self.metric = metric
+        # Each job's `best` follows the sweep's metrics and goals.
+        judged = [(m.name, m.goal) for m in (metrics or [metric])]
+        self.metric_env = {METRICS_ENV: metrics_env(judged)}
         self.max_retries = max_retries
         self.progress_every_s = progress_every_s
         self.started = time.monotonic()
         self.durations: list[float] = []
         self.results: dict[int, JobResult | None] = {}
         self.running: dict[int, _Running] = {}
+        self.retries: list[tuple[JobToRun, int, list[str]]] = []  # waiting for a free slot
 
     def run(self) -> dict[int, JobResult | None]:
         self.results.update(self.source.done_before())
-        # Queue everything at once where the scheduler can hold it (SLURM arrays, throttled).
-        ahead = self.source.static and self.launcher.queues_arrays
+        self.reattach()
+        # Queue everything at once where the scheduler can hold it (SLURM arrays, throttled); not
+        # beside jobs adopted from an earlier sweeper, which the arrays' throttle would not count.
+        ahead = self.source.static and self.launcher.queues_arrays and not self.running
         if self.results:
             print(
                 f"[sweep] {self.sweep_dir}: {len(self.results)} jobs already completed, {self.source.pending()} to run",
@@ -182,11 +218,15 @@ class SweepRunner:
             print(f"[sweep] {self.sweep_dir}: {self.source.pending()} jobs, {self.parallel} at a time", flush=True)
         last_report = 0.0
         try:
-            while not self.source.exhausted() or self.running:
-                if ahead:
+            while not self.source.exhausted() or self.running or self.retries:
+                if ahead and not self.source.exhausted():
                     self.start_array(self.source.next_jobs(self.source.pending()))
-                else:
-                    for run in self.source.next_jobs(self.parallel - len(self.running)):
+                # Never more than `parallel` jobs live with the launcher: retries (and, without
+                # arrays, new jobs) start only when a slot is free.
+                while self.retries and len(self.running) < self.parallel:
+                    self.start(*self.retries.pop(0))
+                if not ahead:
+                    for run in self.source.next_jobs(self.parallel - len(self.running) - len(self.retries)):
                         self.start(run)
                 for index, entry in list(self.running.items()):
                     status = self.launcher.poll(entry.handle)
@@ -200,17 +240,36 @@ class SweepRunner:
             print("[sweep] interrupted: stopping running jobs (they checkpoint; rerun to resume)", file=sys.stderr)
             for entry in self.running.values():
                 self.launcher.cancel(entry.handle)
+                self.record_interrupted(entry.run)
             raise
         return dict(sorted(self.results.items()))
+
+    def reattach(self) -> None:
+        """Jobs an earlier sweeper of this sweep left live with the scheduler (it was killed): polled
+        again rather than submitted twice; those the source has no use for are cancelled."""
+        candidates = [
+            d for d in sorted((self.sweep_dir / JOBS_DIR).glob("*")) if d.is_dir() and not _is_final(JobResult.read(d))
+        ]
+        for job_dir, handle in self.launcher.reattach(candidates).items():
+            run = self.source.claim(job_dir)
+            if run is None:
+                self.launcher.cancel(handle)
+                print(f"[sweep] cancelled {job_dir.name}: left running by an earlier sweeper, not needed", flush=True)
+                continue
+            self.running[run.job.index] = _Running(run, handle, time.monotonic())
+            self.print_progress(f"reattached to job {run.job.index} ({job_dir.name}), still live with the scheduler")
 
     # -- starting ------------------------------------------------------------------------
 
     def request(self, run: JobToRun) -> LaunchRequest:
+        """The job's command; it runs as a new generation of the job, so that an earlier attempt
+        still running somewhere (a node SLURM lost touch with) can no longer write its records."""
         job = run.job
         overrides = [o for o in job.overrides if not is_hydra_override(o)]
         argv = [sys.executable, str(TRAIN), *overrides, f"hydra.run.dir={run.job_dir}"]
         path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
-        env = {"PYTHONPATH": path, **run.env}
+        generation = attempts.raise_generation(run.job_dir)
+        env = {"PYTHONPATH": path, **self.metric_env, attempts.GENERATION_ENV: str(generation), **run.env}
         return LaunchRequest(index=job.index, job_dir=run.job_dir, argv=argv, resources=job.resources, env=env)
 
     def start(self, run: JobToRun, retries: int = 0, reasons: list[str] | None = None) -> None:
@@ -236,17 +295,22 @@ class SweepRunner:
         result = JobResult.read(job_dir)
         if result is None or result.status == RUNNING:
             result = self.record_crash(entry.run, status)
-        if status.failure and result.status == FAILED:
-            # The scheduler knows better than the job why it died (node failure, memory).
-            result.failure_kind, result.error = INFRASTRUCTURE, f"{status.failure}\n{result.error or ''}".strip()
+        if status.failure and result.status in (FAILED, PREEMPTED):
+            # The scheduler knows better than the job why it died (node failure, memory); a job that
+            # saw only the SIGTERM of its lost node recorded itself as preempted.
+            result.status, result.failure_kind = FAILED, INFRASTRUCTURE
+            result.error = f"{status.failure}\n{result.error or ''}".strip()
         if result.status == FAILED and result.failure_kind == INFRASTRUCTURE and entry.retries < self.max_retries:
             reason = (result.error or "infrastructure failure").splitlines()[0]
             result.retry_reasons = [*entry.retry_reasons, reason]
             result.retries = entry.retries + 1
+            self.launcher.cancel(entry.handle)  # whatever the scheduler would still run of it
+            # The old attempt may still run (a node SLURM declared dead): fence it off before the
+            # record of the retry is written, so it cannot overwrite it.
+            attempts.raise_generation(job_dir)
             result.write(job_dir)
             self.print_progress(f"job {index} failed ({reason}): infrastructure, retrying")
-            self.launcher.cancel(entry.handle)  # whatever the scheduler would still run of it
-            self.start(entry.run, entry.retries + 1, result.retry_reasons)
+            self.retries.append((entry.run, entry.retries + 1, result.retry_reasons))
             return
         if entry.retries:
             result.retries, result.retry_reasons = entry.retries, entry.retry_reasons
@@ -256,14 +320,37 @@ class SweepRunner:
         self.print_progress(f"job {index} {result.status}")
 
     def record_crash(self, run: JobToRun, status: JobStatus) -> JobResult:
-        """A job that died without a result (killed, or failed before writing one)."""
+        """A job that died without a result (killed, or failed before writing one): the scheduler's
+        reason and log, and the job's own log, in `error`."""
         log = run.job_dir / "job.log"
         tail = log.read_text(errors="replace")[-4000:] if log.exists() else ""
         result = JobResult.read(run.job_dir) or JobResult(status=FAILED, config_hash=run.job.config_hash)
-        result.status, result.error = FAILED, f"exit code {status.returncode} ({status.detail})\n{tail}"
+        where = "\n".join(
+            part
+            for part in (
+                f"exit code {status.returncode} ({status.detail})",
+                f"scheduler log:\n{status.log.strip()}" if status.log.strip() else "",
+                f"job.log:\n{tail.strip()}" if tail.strip() else "job.log: empty (the job's process never wrote)",
+            )
+            if part
+        )
+        result.status, result.error = FAILED, where
+        result.failure_kind = INFRASTRUCTURE if status.failure else USER
         result.overrides = result.overrides or list(run.job.overrides)
+        result.attempts = max(result.attempts, len(attempts.read_attempts(run.job_dir)))
         result.write(run.job_dir)
         return result
+
+    def record_interrupted(self, run: JobToRun) -> None:
+        """Ctrl-C on the sweeper: a job stopped before it could write its own record says so."""
+        result = JobResult.read(run.job_dir)
+        if result is not None and result.status != RUNNING:
+            return
+        result = result or JobResult(status=PREEMPTED, config_hash=run.job.config_hash)
+        result.status, result.error = PREEMPTED, "stopped by Ctrl-C on the sweeper: rerun the sweep to resume"
+        result.overrides = result.overrides or list(run.job.overrides)
+        result.ended_at = time.time()
+        result.write(run.job_dir)
 
     # -- progress ------------------------------------------------------------------------
 

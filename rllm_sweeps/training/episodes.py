@@ -61,7 +61,7 @@ def group_trajectories(episodes: Sequence[Episode]) -> dict[GroupKey, list[Traje
 def assign_advantages(
     groups: Mapping[GroupKey, list[Trajectory]],
     estimator: str,
-    role_estimators: Mapping[str, str] | None = None,
+    role_estimators: Mapping[str, str | None] | None = None,
     *,
     norm_adv_by_std_in_grpo: bool = True,
 ) -> list[ScoredTrajectory]:
@@ -77,7 +77,7 @@ def assign_advantages(
         members = [groups[keys[i]] for i in indices]
         adv = compute_group_advantages(
             [[t.reward for t in g] for g in members],
-            role_estimators.get(role, estimator),
+            role_estimators.get(role) or estimator,
             norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo,
             lengths=[[t.response_tokens for t in g] for g in members],
         )

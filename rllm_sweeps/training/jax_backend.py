@@ -36,6 +36,7 @@ def make_jax_backend(
     max_lora_adapters: int | None = None,
     train_micro_batch_size: int | None = None,
     sample_max_num_sequences: int | None = None,
+    parallel_calls: int = 1,
     **backend_config,
 ):
     """A ``skyrl.backends.jax.JaxBackend`` sized for ``settings``.
@@ -43,7 +44,8 @@ def make_jax_backend(
     Sizes are chosen so that every call of a run has the same batch shape, hence
     one JIT compile per kind of call: sampling batches are padded to
     ``sample_max_num_sequences`` (default: the larger of a training rollout and a
-    validation chunk), forward_backward runs in micro batches of
+    validation chunk, times ``parallel_calls``, the workflow's most calls one episode has
+    waiting at once: solver-judge's solvers), forward_backward runs in micro batches of
     ``train_micro_batch_size`` sequences (default: one optimizer mini batch).
     Adapter slot 0 is the base model, 1 the policy, 2 the KL reference (only
     with ``use_kl_loss`` and ``kl_beta > 0``).
@@ -58,7 +60,8 @@ def make_jax_backend(
     if train_micro_batch_size is None:
         train_micro_batch_size = settings.mini_batch_size * settings.n
     if sample_max_num_sequences is None:
-        sample_max_num_sequences = max(settings.train_batch_size * settings.n, settings.val_batch_size * settings.n_val)
+        episodes = max(settings.train_batch_size * settings.n, settings.val_batch_size * settings.n_val)
+        sample_max_num_sequences = episodes * parallel_calls
     if settings.max_grad_norm is not None:
         log.info("JaxBackend has no gradient clipping: trainer.max_grad_norm=%s is ignored", settings.max_grad_norm)
     config = JaxBackendConfig(

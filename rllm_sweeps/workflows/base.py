@@ -41,7 +41,12 @@ class WorkflowSettings:
     """Settings every workflow takes; subclasses add theirs (and check them in ``problems``)."""
 
     max_turns: int = 1  # model calls per trajectory (SkyRL's generator.max_turns)
-    role_estimators: dict[str, str] = field(default_factory=dict)  # role -> advantage estimator
+    # role -> advantage estimator; a role absent or null uses algorithm.adv_estimator
+    role_estimators: dict[str, str | None] = field(default_factory=dict)
+
+    def parallel_calls(self) -> int:
+        """Most model calls one episode has waiting at once (sizes the sampler's batch)."""
+        return 1
 
     def problems(self) -> list[tuple[str, str]]:
         """(key under workflow., what is wrong) for each bad value."""
@@ -56,7 +61,7 @@ class WorkflowSettings:
             )
         else:
             for role, name in self.role_estimators.items():
-                if name not in ESTIMATORS:
+                if name is not None and name not in ESTIMATORS:
                     out.append(
                         (f"role_estimators.{role}", f"{name!r} is invalid: expected one of {', '.join(ESTIMATORS)}")
                     )
@@ -109,11 +114,7 @@ class Workflow:
     async def run(self, example: dict, ctx: EpisodeContext) -> Episode:
         raise NotImplementedError
 
-    # Optional capabilities (defaults suit a one-call workflow).
-    def parallel_calls(self) -> int:
-        """Most model calls one episode has waiting at once (sizes the sampler's batch)."""
-        return 1
-
+    # Optional capability (the default suits a workflow with roles or turns).
     def reports_episode_metrics(self) -> bool:
         """Whether validation reports per-role and per-episode metrics (val/<role>_acc, turns, tokens)."""
         return True
@@ -174,6 +175,15 @@ def read_workflow(cfg: Mapping | None) -> WorkflowSpec:
     return WorkflowSpec(name, cls, settings)
 
 
+def workflow_problems(plain: Mapping) -> list[tuple[str, str]]:
+    """(key, message) of each problem of a plain config's ``workflow`` group (validation)."""
+    try:
+        read_workflow(plain.get("workflow"))
+    except WorkflowConfigError as err:
+        return err.problems
+    return []
+
+
 __all__ = [
     "COMMON_KEYS",
     "EpisodeContext",
@@ -182,4 +192,5 @@ __all__ = [
     "WorkflowSettings",
     "WorkflowSpec",
     "read_workflow",
+    "workflow_problems",
 ]

@@ -1,7 +1,8 @@
 """One rollout client over the backend's ``sample``, shared by every role of every episode in flight.
 
 Workflows are coroutines: ``await client.generate(prompt_ids)`` queues one request. When every
-episode still running is waiting on the client, the queued requests go to ``backend.sample`` as
+episode still running is waiting on the client (and a pass of the event loop queued nothing
+more: an episode's parallel calls are all in), the queued requests go to ``backend.sample`` as
 one batch (one call however many episodes and roles), and each episode resumes with its answer.
 So N episodes of a two-solver workflow sample 2N sequences in one call, then their N judges in
 the next.
@@ -104,7 +105,8 @@ class RolloutClient:
         self.sampling = sampling
         self.seeds = seeds
         self._pending: list[_Request] = []
-        self._running = 0
+        self._running = 0  # episodes not finished
+        self._flusher: asyncio.Future | None = None
         self.failure: BaseException | None = None  # what backend.sample raised, if it did
         self.sample_calls = 0  # backend.sample calls made
         self.sample_time_s = 0.0  # seconds spent in them
@@ -117,18 +119,18 @@ class RolloutClient:
         future = asyncio.get_running_loop().create_future()
         limit = self.sampling.max_tokens if max_tokens is None else min(max_tokens, self.sampling.max_tokens)
         self._pending.append(_Request(episode, call, list(prompt_ids), max(limit, 1), future))
-        self._flush_if_all_waiting()
+        if self._flusher is None:
+            self._flusher = asyncio.ensure_future(self._flush_when_all_wait())
         return await future
 
     def run_all(self, episodes: Sequence[Awaitable[T]]) -> list[T]:
-        """Run coroutines to completion with their model calls batched; results in order."""
+        """Run coroutines (one per episode) to completion with their model calls batched; results in order."""
 
         async def tracked(coro: Awaitable[T]) -> T:
             try:
                 return await coro
             finally:
                 self._running -= 1
-                self._flush_if_all_waiting()
 
         async def main() -> list[T]:
             self._running = len(episodes)
@@ -136,18 +138,27 @@ class RolloutClient:
 
         return asyncio.run(main())
 
-    def _flush_if_all_waiting(self) -> None:
-        if self._pending and len(self._pending) >= self._running:
-            batch, self._pending = self._pending, []
-            try:
-                outputs = self._sample(batch)
-            except Exception as err:  # every waiting episode learns of it; the phase stops (rollout.py)
-                self.failure = err
-                for r in batch:
-                    r.future.set_exception(err)
-                return
-            for r, out in zip(batch, outputs, strict=True):
-                r.future.set_result(out)
+    async def _flush_when_all_wait(self) -> None:
+        """Sample once every running episode waits on the client and a pass of the event loop
+        queued nothing new (an episode's parallel calls, e.g. its solvers, are all queued)."""
+        idle = 0
+        while True:
+            queued = len(self._pending)
+            await asyncio.sleep(0 if idle < 100 else 0.001)  # the episodes that can run, run
+            idle += 1
+            if len(self._pending) == queued and len({r.episode for r in self._pending}) >= self._running:
+                break
+        self._flusher = None
+        batch, self._pending = self._pending, []
+        try:
+            outputs = self._sample(batch)
+        except Exception as err:  # every waiting episode learns of it; the phase stops (rollout.py)
+            self.failure = err
+            for r in batch:
+                r.future.set_exception(err)
+            return
+        for r, out in zip(batch, outputs, strict=True):
+            r.future.set_result(out)
 
     def _sample(self, batch: list[_Request]) -> list[ModelOutput]:
         from skyrl.tinker import types

@@ -1,0 +1,114 @@
+"""What a SLURM job's state means to the sweeper: still live, or ended, and why, and whose fault.
+
+Pure decisions over what `sacct` and the job's SLURM log say, so they are tested on recorded
+outputs (tests/test_slurm_states.py) as well as on the real local cluster.
+
+Every terminal state is either a success, an *infrastructure* failure (the machine's fault: worth
+running again, from the last checkpoint) or a *user* failure (the job's own: a retry would fail the
+same way). A step that SLURM could not launch (the node daemon died while `srun` started the task)
+ends FAILED like a crash of the job's code; the SLURM log tells them apart.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+INFRASTRUCTURE = "infrastructure"
+USER = "user"
+
+# sacct's terminal states, each with its kind and what to say (None: success).
+ENDED: dict[str, tuple[str | None, str]] = {
+    "COMPLETED": (None, "completed"),
+    "FAILED": (USER, "the job's process failed (SLURM state FAILED)"),
+    "CANCELLED": (USER, "cancelled outside the sweep: scancel or an administrator (SLURM state CANCELLED)"),
+    "TIMEOUT": (
+        USER,
+        "over its time limit with its requeues spent (SLURM state TIMEOUT): raise resources.time_min "
+        "or hydra.launcher.max_requeues",
+    ),
+    "DEADLINE": (USER, "past its deadline (SLURM state DEADLINE)"),
+    "OUT_OF_MEMORY": (INFRASTRUCTURE, "killed for memory (SLURM state OUT_OF_MEMORY)"),
+    "NODE_FAIL": (INFRASTRUCTURE, "node failure (SLURM state NODE_FAIL)"),
+    "BOOT_FAIL": (INFRASTRUCTURE, "node failed to boot (SLURM state BOOT_FAIL)"),
+    "PREEMPTED": (INFRASTRUCTURE, "preempted (SLURM state PREEMPTED)"),
+    "REVOKED": (INFRASTRUCTURE, "revoked by a sibling cluster (SLURM state REVOKED)"),
+    "SPECIAL_EXIT": (USER, "held by SLURM after a special exit (SLURM state SPECIAL_EXIT): scontrol release it"),
+}
+# Ended for a moment only: submitit requeues a timed-out job, SLURM a preempted one.
+REQUEUE_MAY_FOLLOW = frozenset({"TIMEOUT", "PREEMPTED"})
+# Ended states after which SLURM itself requeues a batch job (JobRequeue=1, its default).
+REQUEUED_BY_SLURM = frozenset({"NODE_FAIL", "BOOT_FAIL"})
+# Not ended: the job may still run (UNKNOWN: sacct does not know the id, e.g. purged).
+LIVE = frozenset(
+    {
+        "PENDING",
+        "RUNNING",
+        "REQUEUED",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "RESIZING",
+        "SUSPENDED",
+        "CONFIGURING",
+        "COMPLETING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "STOPPED",
+    }
+)
+
+# Lines of a job's SLURM log that say SLURM, not the job, failed: the step was never launched
+# or its node stopped answering.
+_LAUNCH_FAILURES = (
+    re.compile(r"srun: error: Task launch for \S+ failed on node .*"),
+    re.compile(r"srun: error: Unable to create step.*"),
+    re.compile(r"srun: error: .*(Communication connection failure|Zero Bytes were transmitted).*"),
+    re.compile(r"srun: error: Node failure on .*"),
+    re.compile(r"srun: error: Application launch failed.*"),
+    re.compile(r"srun: error: Unable to contact slurm controller.*"),
+    re.compile(r"slurmstepd: error: \*\*\* .* DUE TO NODE FAILURE.*"),
+)
+
+
+def base_state(state: str) -> str:
+    """sacct writes `CANCELLED by 0`: the state is the first word."""
+    return state.split()[0] if state.strip() else "UNKNOWN"
+
+
+def is_live(state: str) -> bool:
+    """The job may still run (or run again): a rerun of the sweep reattaches to it."""
+    s = base_state(state)
+    return s in LIVE or s in REQUEUE_MAY_FOLLOW
+
+
+def launch_failure(log: str) -> str | None:
+    """The line of a SLURM log that says the job's step could not be launched, if any."""
+    for line in reversed(log.splitlines()):
+        for pattern in _LAUNCH_FAILURES:
+            if match := pattern.search(line):
+                return match.group(0).strip()
+    return None
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a job ended, for the sweeper: `failure` (an infrastructure reason) makes it retry."""
+
+    returncode: int
+    kind: str | None  # None: success
+    reason: str
+    failure: str | None  # set when kind is infrastructure
+
+
+def classify_end(state: str, log: str = "", started: bool = True) -> Ending:
+    """A terminal state, read with the job's SLURM log (`log`) and whether its process ever started."""
+    s = base_state(state)
+    kind, reason = ENDED.get(s, (USER, f"ended in SLURM state {s}"))
+    if s == "FAILED":
+        if line := launch_failure(log):
+            kind, reason = INFRASTRUCTURE, f"SLURM could not launch the job's step (state FAILED): {line}"
+        elif not started and not log.strip():
+            kind, reason = INFRASTRUCTURE, "failed before the job's process started, with no log (state FAILED)"
+    if kind is None:
+        return Ending(0, None, reason, None)
+    return Ending(1, kind, reason, reason if kind == INFRASTRUCTURE else None)

@@ -1,0 +1,239 @@
+"""A job's life on the scheduler: every submission, every attempt, and which attempt may write.
+
+`attempts.jsonl` in the job directory, one event per line, appended (never rewritten):
+
+    {"event": "submitted", "time", "generation", "scheduler_id", "folder"}   by the sweeper
+    {"event": "start", "time", "generation", "scheduler_id", "restart_count", "host", "pid"}
+    {"event": "end", "time", "generation", "scheduler_id", "exit_code"}       by the process wrapper
+
+The wrapper (the SLURM task, the local launcher) writes `start` before train.py runs, so an attempt
+killed during start-up still leaves a trace, and SLURM's own requeues (`restart_count`) are counted
+as attempts beside the resumes that result.json's `restarts` counts.
+
+Fencing: `generation` is the attempt's number as the sweeper sees it. When the sweeper gives up on
+an attempt (its node was declared dead) and launches the job again, it raises the job's generation
+(the `generation` file) first; the old attempt, which may still run on a node SLURM lost touch with,
+then finds it is stale and neither writes result.json nor trains on (`AttemptFence`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ATTEMPTS_FILE = "attempts.jsonl"
+GENERATION_FILE = "generation"
+GENERATION_ENV = "RLLM_SWEEPS_GENERATION"  # the generation a job process was launched as
+
+
+def append_event(job_dir: Path, event: str, **fields: Any) -> None:
+    """One line, appended in a single write (O_APPEND): concurrent writers never interleave."""
+    record = {"event": event, "time": time.time(), **{k: v for k, v in fields.items() if v is not None}}
+    line = (json.dumps(record, sort_keys=True) + "\n").encode()
+    Path(job_dir).mkdir(parents=True, exist_ok=True)
+    fd = os.open(Path(job_dir) / ATTEMPTS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def read_events(job_dir: Path) -> list[dict[str, Any]]:
+    try:
+        text = (Path(job_dir) / ATTEMPTS_FILE).read_text()
+    except FileNotFoundError:
+        return []
+    events = []
+    for line in text.splitlines():
+        with contextlib.suppress(json.JSONDecodeError):  # a line cut short by a crash
+            events.append(json.loads(line))
+    return events
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A scheduler job the sweeper submitted for this job (newest last)."""
+
+    scheduler_id: str
+    folder: str | None  # where the scheduler's client keeps its files (submitit's folder)
+    generation: int
+    time: float
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One run of the job's process: started, and ended if its end was seen."""
+
+    started_at: float
+    ended_at: float | None
+    generation: int
+    scheduler_id: str | None
+    restart_count: int
+    host: str | None
+    exit_code: int | None
+
+    @property
+    def duration_s(self) -> float | None:
+        return None if self.ended_at is None else max(0.0, self.ended_at - self.started_at)
+
+
+def submissions(job_dir: Path) -> list[Submission]:
+    return [
+        Submission(str(e["scheduler_id"]), e.get("folder"), int(e.get("generation", 0)), float(e["time"]))
+        for e in read_events(job_dir)
+        if e.get("event") == "submitted" and "scheduler_id" in e
+    ]
+
+
+def read_attempts(job_dir: Path) -> list[Attempt]:
+    """Each `start` paired with the next `end` of the same process (by scheduler id and generation)."""
+    out: list[Attempt] = []
+    open_: dict[tuple[Any, Any], int] = {}
+    for e in read_events(job_dir):
+        key = (e.get("scheduler_id"), e.get("generation", 0))
+        if e.get("event") == "start":
+            open_[key] = len(out)
+            out.append(
+                Attempt(
+                    started_at=float(e["time"]),
+                    ended_at=None,
+                    generation=int(e.get("generation", 0)),
+                    scheduler_id=e.get("scheduler_id"),
+                    restart_count=int(e.get("restart_count", 0)),
+                    host=e.get("host"),
+                    exit_code=None,
+                )
+            )
+        elif e.get("event") == "end" and key in open_:
+            i = open_.pop(key)
+            a = out[i]
+            out[i] = Attempt(
+                a.started_at,
+                float(e["time"]),
+                a.generation,
+                a.scheduler_id,
+                a.restart_count,
+                a.host,
+                e.get("exit_code"),
+            )
+    return out
+
+
+def total_time_s(job_attempts: list[Attempt], last_end: float | None) -> float:
+    """Time the job's attempts ran, all of them; an attempt whose end was not seen (killed with its
+    wrapper) counts to `last_end` (its result's end, or its last record) when that is later."""
+    total = 0.0
+    for a in job_attempts:
+        end = a.ended_at if a.ended_at is not None else last_end
+        if end is not None and end > a.started_at:
+            total += end - a.started_at
+    return total
+
+
+def record_start(
+    job_dir: Path,
+    scheduler_id: str | None,
+    restart_count: int = 0,
+    generation: int | None = None,
+    pid: int | None = None,
+) -> None:
+    """The wrapper's line before the training process starts (generation: the launched one; pid:
+    the process, where the wrapper is not it)."""
+    append_event(
+        job_dir,
+        "start",
+        generation=launched_generation() if generation is None else generation,
+        scheduler_id=scheduler_id,
+        restart_count=restart_count,
+        host=socket.gethostname(),
+        pid=pid or os.getpid(),
+    )
+
+
+def record_end(job_dir: Path, scheduler_id: str | None, exit_code: int | None, generation: int | None = None) -> None:
+    gen = launched_generation() if generation is None else generation
+    append_event(job_dir, "end", generation=gen, scheduler_id=scheduler_id, exit_code=exit_code)
+
+
+def launched_generation() -> int:
+    return int(os.environ.get(GENERATION_ENV, "0") or 0)
+
+
+# -- fencing -------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _locked(job_dir: Path) -> Iterator[None]:
+    """The generation file's lock: the sweeper's raise and an attempt's check-then-write exclude each other."""
+    Path(job_dir).mkdir(parents=True, exist_ok=True)
+    with open(Path(job_dir) / f".{GENERATION_FILE}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def current_generation(job_dir: Path) -> int:
+    try:
+        return int((Path(job_dir) / GENERATION_FILE).read_text().strip() or 0)
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def raise_generation(job_dir: Path) -> int:
+    """The sweeper gives up on the job's current attempt: from now on only the next one may write."""
+    with _locked(job_dir):
+        new = current_generation(job_dir) + 1
+        (Path(job_dir) / GENERATION_FILE).write_text(f"{new}\n")
+    return new
+
+
+@contextlib.contextmanager
+def sweeper_writes(job_dir: Path) -> Iterator[None]:
+    """The sweeper's own writes to a job's records, excluded from an attempt's fenced write."""
+    with _locked(job_dir):
+        yield
+
+
+class AttemptFence:
+    """Whether this process is still the job's current attempt. A job run by hand (no generation
+    in its environment) is never fenced."""
+
+    def __init__(self, job_dir: Path, generation: int | None = None) -> None:
+        self.job_dir = Path(job_dir)
+        env = os.environ.get(GENERATION_ENV)
+        self.generation = generation if generation is not None else (int(env) if env else None)
+
+    def current(self) -> bool:
+        return self.generation is None or current_generation(self.job_dir) <= self.generation
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[bool]:
+        """Yields whether this attempt may write; holds the lock meanwhile, so the sweeper cannot
+        supersede it half-way through a write."""
+        if self.generation is None:
+            yield True
+            return
+        with _locked(self.job_dir):
+            yield self.current()
+
+    def why_stale(self) -> str:
+        return (
+            f"this attempt (generation {self.generation}) was superseded: the sweep launched the job again "
+            f"(generation {current_generation(self.job_dir)}); stopping without writing its records"
+        )
+
+
+def latest_scheduler_id(job_dir: Path) -> str | None:
+    """The newest scheduler job id the sweep submitted for this job (SLURM: ID, or ID_TASK in an array)."""
+    subs = submissions(job_dir)
+    return subs[-1].scheduler_id if subs else None

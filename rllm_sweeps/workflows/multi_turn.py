@@ -1,0 +1,111 @@
+"""The multi-turn workflow: a skyrl-gym environment between the model's turns.
+
+Per episode: the environment is made from ``workflow.env`` (an id of skyrl-gym's registry,
+``gsm8k``, ``gsm8k_multi_turn``, ..., or a ``BaseTextEnv`` subclass as ``module:Class``) with
+``env_config=workflow.env_config`` and the example as ``extras`` (``reward_spec.ground_truth``,
+``extra_info``, ``max_turns``: what SkyRL's generator passes); ``env.init`` gives the first prompt.
+Then, as SkyRL's generator does: model turn, ``env.step(reply)`` -> observations, reward, done;
+the observation tokens are appended to the conversation (token in, token out), until done or
+``workflow.max_turns`` replies. The conversation is one trajectory (role ``policy``) whose reward
+is the sum of the step rewards; only the model's own tokens are trained (observations are masked).
+
+Termination: ``env_done``; ``max_turns``; ``max_prompt_length`` when the conversation outgrows
+``data.max_prompt_length`` (SkyRL's ``max_input_length``) before the next turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rllm_sweeps.workflows.base import EpisodeContext, Workflow, WorkflowSettings
+from rllm_sweeps.workflows.episode import Episode, Step, Termination, Trajectory
+
+
+@dataclass
+class MultiTurnSettings(WorkflowSettings):
+    max_turns: int = 2
+    env: str = "rllm_sweeps.tasks.guess:GuessLetterEnv"
+    env_config: dict[str, Any] = field(default_factory=dict)
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = super().problems()
+        if not isinstance(self.env, str) or not self.env:
+            out.append(("env", f"{self.env!r} is invalid: expected a skyrl-gym env id or 'module:EnvClass'"))
+        elif ":" not in self.env:
+            import skyrl_gym
+
+            if self.env not in skyrl_gym.registry:
+                ids = ", ".join(sorted(skyrl_gym.registry))
+                out.append(
+                    ("env", f"{self.env!r} is invalid: not in skyrl-gym's registry ({ids}); or 'module:EnvClass'")
+                )
+        else:
+            from rllm_sweeps.tasks.base import import_object
+
+            try:
+                cls = import_object(self.env)
+            except ValueError as err:
+                out.append(("env", f"{self.env!r} is invalid: {err}"))
+            else:
+                from skyrl_gym.envs.base_text_env import BaseTextEnv
+
+                if not (isinstance(cls, type) and issubclass(cls, BaseTextEnv)):
+                    out.append(("env", f"{self.env!r} is invalid: not a skyrl_gym BaseTextEnv subclass"))
+        if not isinstance(self.env_config, dict):
+            out.append(("env_config", f"{self.env_config!r} is invalid: expected a mapping"))
+        return out
+
+
+def make_env(settings: MultiTurnSettings, example: dict) -> Any:
+    """The episode's environment, made by skyrl-gym (a registry id, or an entry point)."""
+    import skyrl_gym
+    from omegaconf import OmegaConf
+    from skyrl_gym.envs.registration import EnvSpec
+
+    extras = {k: v for k, v in example.items() if k not in ("prompt", "ground_truth")}
+    extras["reward_spec"] = {"method": "rule", "ground_truth": example["ground_truth"], **extras.get("reward_spec", {})}
+    extras.setdefault("extra_info", {})
+    extras["max_turns"] = settings.max_turns
+    spec = EnvSpec(id=settings.env, entry_point=settings.env) if ":" in settings.env else settings.env
+    return skyrl_gym.make(spec, env_config=OmegaConf.create(settings.env_config), extras=extras)
+
+
+class MultiTurnWorkflow(Workflow):
+    Settings = MultiTurnSettings
+    roles = ("policy",)
+
+    async def run(self, example: dict, ctx: EpisodeContext) -> Episode:
+        settings: MultiTurnSettings = self.settings  # type: ignore[assignment]
+        env = make_env(settings, example)
+        try:
+            messages, _ = env.init([{"role": "user", "content": example["prompt"]}])
+            tokens, truncated = ctx.prompt_ids(messages)
+            traj = Trajectory("policy")
+            termination = Termination.MAX_TURNS
+            for turn in range(settings.max_turns):
+                out = await ctx.generate(tokens)
+                text = ctx.chat.decode(out.tokens)
+                result = env.step(text)
+                done = bool(result["done"])
+                last = done or turn + 1 == settings.max_turns
+                obs = [] if last else ctx.chat.observation_ids(list(result["observations"] or []), done)
+                step = Step(tokens, out.tokens, out.logprobs, out.stop_reason, obs, text, float(result["reward"]))
+                traj.steps.append(step)
+                if done:
+                    termination = Termination.ENV_DONE
+                    break
+                tokens = step.full_ids
+                if len(tokens) > ctx.max_prompt_length:
+                    termination = Termination.MAX_PROMPT_LENGTH
+                    step.observation_ids = []  # no next turn reads them
+                    break
+            traj.reward = sum(s.reward for s in traj.steps)
+        finally:
+            env.close()
+        episode = ctx.episode(traj, termination=termination)
+        episode.prompt_truncated = truncated
+        return episode
+
+
+__all__ = ["MultiTurnSettings", "MultiTurnWorkflow", "make_env"]
