@@ -27,7 +27,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.cachedir import cache_dir
 from rllm_sweeps.jobhash import config_hash
-from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, PRUNED, RUNNING, JobResult, MetricsLog
+from rllm_sweeps.records.attempts import AttemptFence, read_attempts
+from rllm_sweeps.results import (
+    COMPLETED,
+    DEFAULT_METRIC,
+    FAILED,
+    PREEMPTED,
+    PRUNED,
+    RUNNING,
+    JobResult,
+    MetricsLog,
+    best_values,
+    judged_metrics,
+)
 
 CONFIG_FILE = "config.yaml"
 CHECKPOINT_DIR = "checkpoints"
@@ -95,6 +107,11 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
     except JobLost as err:  # nothing written: the directory belongs to the other attempt
         print(f"failed: {err}", file=sys.stderr)
         return JobResult(status=FAILED, config_hash=chash, error=str(err), failure_kind="infrastructure")
+    fence = AttemptFence(job_dir)
+    if not fence.current():  # the sweep launched this job again after giving up on this attempt
+        print(f"failed: {fence.why_stale()}", file=sys.stderr)
+        lock.close()
+        return JobResult(status=FAILED, config_hash=chash, error=fence.why_stale(), failure_kind="infrastructure")
     previous = JobResult.read(job_dir)
     if (
         previous is not None
@@ -114,6 +131,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         engine=str(cfg.skyrl.engine),
         versions=package_versions(),
         git_revision=git_revision(),
+        attempts=max(1, len(read_attempts(job_dir))),  # the launcher recorded this attempt's start
     )
     stop = StopRequested()
     try:
@@ -126,10 +144,12 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         where = f" (resuming from {resume_from.name})" if resume_from else ""
         print(f"job {chash} in {job_dir}{where}", flush=True)
         with stop:
-            summary = _train(cfg, job_dir, resume_from, stop)
-        for key in ("steps", "final", "best", "phase_time_s", "backend", "processes", "nodes"):
+            summary = _train(cfg, job_dir, resume_from, stop, fence)
+        for key in ("steps", "final", "best", "validations", "phase_time_s", "backend", "processes", "nodes"):
             setattr(result, key, summary[key])
-        result.status = PREEMPTED if stop else PRUNED if summary["pruned_at"] is not None else COMPLETED
+        # A stop that came after the last step stopped nothing: the job completed.
+        stopped = bool(stop) and not summary["finished"]
+        result.status = PREEMPTED if stopped else PRUNED if summary["pruned_at"] is not None else COMPLETED
     except KeyboardInterrupt as err:
         result.status, result.error = PREEMPTED, f"stopped by {err}"
     except Exception as err:  # recorded; the caller turns it into the exit status
@@ -139,13 +159,19 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
     finally:
         result.ended_at = time.time()
         result.wall_time_s = result.ended_at - started
-        result.write(job_dir)
+        with fence.writing() as current:
+            if current:
+                result.write(job_dir)
+    if not fence.current():
+        result = JobResult(status=FAILED, config_hash=chash, error=fence.why_stale(), failure_kind="infrastructure")
     _print_outcome(result)
     lock.close()  # the next attempt may start
     return result
 
 
-def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested) -> dict[str, Any]:
+def _train(
+    cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested, fence: AttemptFence
+) -> dict[str, Any]:
     """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.engines import traits
     from rllm_sweeps.runtime.job_ray import allocation_nodes, job_ray_cluster, no_ray
@@ -218,31 +244,40 @@ def _train(cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopR
                 trial.on_validation(metrics)
 
         def should_stop() -> bool:
-            return bool(stop) or (trial is not None and trial.should_stop())
+            return bool(stop) or not fence.current() or (trial is not None and trial.should_stop())
 
         trainer.hooks = LoopHooks(on_step_end=on_step_end, on_validation_end=on_validation_end, should_stop=should_stop)
         try:
             stop.in_training = True
             trainer.fit()
             stop.in_training = False
-            if should_stop() and trainer.state.step > first_step:
+            # A superseded attempt saves nothing: the job's new attempt owns the checkpoints.
+            if should_stop() and trainer.state.step > first_step and fence.current():
                 trainer.save_checkpoint(job_dir / CHECKPOINT_DIR / f"step_{trainer.state.step}")
         finally:
             stop.in_training = False
             metrics_log.close()
             for t in trackers:
                 t.close()
-    val_keys = [k for k in (vals[-1] if vals else {}) if k.startswith("val_") and "time" not in k]
+    history = [_validation_record(v) for v in vals]
     return {
         "steps": trainer.state.step,
-        "final": {k: vals[-1][k] for k in val_keys},
-        "best": {"val_reward_mean": max(v["val_reward_mean"] for v in vals)} if vals else {},
+        "finished": trainer.state.step >= trainer.total_steps,
+        "final": {k: v for k, v in history[-1].items() if k != "step"} if history else {},
+        "best": best_values(history, judged_metrics()),  # the sweep's metrics, each by its goal
+        "validations": history,
         "phase_time_s": phases,
         "backend": type(backend).__name__,
         "processes": int(getattr(getattr(backend, "config", None), "num_processes", None) or 1),
         "nodes": n_nodes,
         "pruned_at": trial.pruned_at if trial is not None else None,
     }
+
+
+def _validation_record(metrics: dict[str, Any]) -> dict[str, float]:
+    """What result.json keeps of one validation: its step and its val_* metrics (not timings)."""
+    kept = {k: v for k, v in metrics.items() if k.startswith("val_") and "time" not in k}
+    return {"step": metrics["step"], **kept}
 
 
 def backend_uses_ray(cfg: DictConfig) -> bool:
@@ -413,9 +448,9 @@ def git_revision() -> str | None:
 
 def _print_outcome(result: JobResult) -> None:
     if result.status == COMPLETED:
-        reward = result.final.get("val_reward_mean")
+        reward = result.final.get(DEFAULT_METRIC)
         shown = f"{reward:.4f}" if isinstance(reward, int | float) else "not measured"
-        print(f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final val_reward_mean={shown}")
+        print(f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final {DEFAULT_METRIC}={shown}")
     elif result.status == PRUNED:
         print(f"pruned at step {result.steps}: the trial's pruner stopped it")
     elif result.status == PREEMPTED:
