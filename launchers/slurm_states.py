@@ -83,8 +83,9 @@ def is_live(state: str) -> bool:
 
 def launch_failure(log: str) -> str | None:
     """The line of a SLURM log that says the job's step could not be launched, if any."""
-    for line in reversed(log.splitlines()):
-        for pattern in _LAUNCH_FAILURES:
+    lines = log.splitlines()
+    for pattern in _LAUNCH_FAILURES:  # the most telling first: the one that names the node
+        for line in reversed(lines):
             if match := pattern.search(line):
                 return match.group(0).strip()
     return None
