@@ -176,6 +176,11 @@ def role_metric(role: str, stat: str, prefix: str = "val_") -> str:
     return f"{prefix}{role}_{stat}"
 
 
+def canonical_metric(name: str) -> str:
+    """rLLM's spelling of a validation metric (val/judge_acc) is this project's val_judge_acc."""
+    return "val_" + name.removeprefix("val/") if name.startswith("val/") else name
+
+
 def is_validation_metric(name: str) -> bool:
     """A name some job can report: a common validation metric, an episode metric, or a role's
     (val_<role>_acc, val_<role>_reward_mean; whether the job's workflow has that role, its first

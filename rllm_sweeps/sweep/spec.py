@@ -40,7 +40,7 @@ from rllm_sweeps.config.overrides import config_groups
 from rllm_sweeps.config.rules import path_name
 from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue
-from rllm_sweeps.results import VALIDATION_METRICS
+from rllm_sweeps.results import EPISODE_METRICS, VALIDATION_METRICS, canonical_metric, is_validation_metric
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
 from rllm_sweeps.sweep.optuna_settings import OptunaSettings, parse_optuna_settings
 from rllm_sweeps.sweep.values import format_value, parse_value
@@ -703,8 +703,11 @@ class _Builder:
             if not isinstance(name, str) or not name:
                 self.problem(at, f"metric name is a non-empty string, got {name!r}")
                 name = Metric.name
-            elif name not in VALIDATION_METRICS:  # a dry run checks what the real run needs
-                hint = did_you_mean(name, VALIDATION_METRICS) or f" (the jobs report {', '.join(VALIDATION_METRICS)})"
+            elif not is_validation_metric(name := canonical_metric(name)):  # what the real run needs
+                known = (*VALIDATION_METRICS, *EPISODE_METRICS)
+                hint = did_you_mean(name, known) or (
+                    f" (the jobs report {', '.join(known)}, and workflows val_<role>_acc, val_<role>_reward_mean)"
+                )
                 self.problem(at, f"metric {name!r} is not a metric the jobs report{hint}")
             if goal not in GOALS:
                 self.problem(at, f"metric goal {goal!r} is not one of {', '.join(GOALS)}")
