@@ -202,3 +202,23 @@ def test_a_failing_episode_is_recorded_with_its_reason_and_the_others_train():
     assert list(group_trajectories(episodes)) == [(0, "policy")]
     with pytest.raises(RuntimeError, match="timed out"):  # every episode failed: a bug, said as such
         run_episodes(workflow, rows[1:], 2, client_for(RecordingSampler(), 2), chat, **run)
+
+
+def test_observation_tokens_in_the_chat_template_continue_the_conversation_token_for_token():
+    """SkyRL's fixed-base observation tokens: prompt + reply + observation decode to the template's
+    own rendering of the whole conversation (the tiny model's tokenizer and chat template)."""
+    from transformers import AutoTokenizer
+
+    from rllm_sweeps.cachedir import cache_dir
+    from rllm_sweeps.models import resolve_model_path
+    from rllm_sweeps.workflows.chat import ChatFormat
+
+    tok = AutoTokenizer.from_pretrained(str(resolve_model_path("builtin:tiny-qwen3", cache_dir())))
+    chat = ChatFormat(tok, chat_template=True)
+    user, reply, obs = "how many apples", "three", [{"role": "user", "content": "are you sure"}]
+    ids = chat.prompt_ids(user) + chat.encode(reply) + [tok.eos_token_id] + chat.observation_ids(obs, done=False)
+    conversation = [{"role": "user", "content": user}, {"role": "assistant", "content": reply}, *obs]
+    expected = tok.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+    assert tok.decode(ids) == expected
+    raw = ChatFormat(tok, chat_template=False)
+    assert raw.observation_ids(obs, done=False) == raw.encode("are you sure")  # raw text: encoded as is

@@ -1,22 +1,28 @@
-"""Single-turn RL loop against SkyRL's ``AbstractBackend`` (JAX on CPU, one GPU, Ray; FSDP/Megatron).
+"""The RL loop against SkyRL's ``AbstractBackend`` (JAX on CPU, one GPU, Ray; FSDP/Megatron).
 
-One training step, top to bottom (:meth:`RLTrainer.train_step`):
+It trains on episodes of a workflow (rllm_sweeps/workflows: single-turn by default, multi-turn
+environments, solver-judge). One training step, top to bottom (:meth:`RLTrainer.train_step`):
 
 1. take ``data.train_batch_size`` prompts (a fixed shuffle per epoch, a pure
    function of ``trainer.seed`` and the step: no hidden RNG state);
-2. ``backend.sample``: ``rollout.n`` responses per prompt, at most
-   ``data.max_response_length`` tokens, ``rollout.train.{temperature,top_p}``
-   and SkyRL's ``generator.sampling_params.top_k``, stopping at the tokenizer's
-   end-of-turn token; the sampler returns the sampled tokens' logprobs;
-3. the task's reward function scores each response;
-4. one advantage per response from its group of ``rollout.n``
-   (``algorithm.adv_estimator``), broadcast over the response tokens; with
+2. run ``rollout.n`` episodes per prompt, all in flight at once: every model call of every
+   episode and role goes through one rollout client, which batches them into ``backend.sample``
+   calls (at most ``data.max_response_length`` tokens, ``rollout.train.{temperature,top_p}`` and
+   SkyRL's ``generator.sampling_params.top_k``, stopping at the tokenizer's end-of-turn token;
+   the sampler returns the sampled tokens' logprobs);
+3. the workflow sets each trajectory's reward (the task's reward function, or the environment's);
+   an episode that raised is recorded with its termination reason and not trained on;
+4. trajectories are grouped by (task, role) across the episodes of a prompt; one advantage per
+   trajectory from its group (``algorithm.adv_estimator``, or the role's in
+   ``workflow.role_estimators``), broadcast over the policy's tokens; with
    ``algorithm.use_kl_loss`` and ``kl_beta > 0``, minus ``kl_beta`` x the
    per-token log-ratio of the sampling policy to the base model (a KL penalty
    folded into the advantage, as Tinker does; the base model is an untrained
    second LoRA adapter, one extra ``backend.forward`` per mini batch);
-5. per optimizer mini batch (``trainer.mini_batch_size`` prompts):
-   ``backend.forward_backward`` with loss ``algorithm.loss_fn`` (``ppo``: clip
+5. ``data.train_batch_size / trainer.mini_batch_size`` optimizer steps over the trajectories
+   (whole groups for the single-turn workflow), each ``backend.forward_backward`` (loss only on
+   the policy's own tokens: prompts and environment observations are masked) with loss
+   ``algorithm.loss_fn`` (``ppo``: clip
    ``1 - eps_clip`` .. ``1 + eps_clip_high``; ``cispo``: SkyRL's CISPO clip range;
    ``importance_sampling``; on SkyRL's GPU trainer any SkyRL policy loss, with
    its parameters from ``skyrl.train``), then ``backend.optim_step`` (Adam with
@@ -24,10 +30,10 @@ One training step, top to bottom (:meth:`RLTrainer.train_step`):
 6. ``backend.save_sampler_checkpoint``: the sampler uses the new weights next (only where the
    weights move: SkyRL's JAX backends sample from the adapter they train, published once).
 
-Validation (:meth:`RLTrainer.validate`) samples ``rollout.n_val`` responses per
-val prompt at ``rollout.val.temperature`` (0 = greedy) and reports the mean
-reward; it runs before training (``trainer.val_before_train``), every
-``trainer.test_freq`` steps and after the last step.
+Validation (:meth:`RLTrainer.validate`) runs ``rollout.n_val`` episodes per
+val prompt at ``rollout.val.temperature`` (0 = greedy) and reports the mean trajectory
+reward (workflows with roles or turns: per role and per episode too); it runs before
+training (``trainer.val_before_train``), every ``trainer.test_freq`` steps and after the last step.
 
 Loss aggregation. The backends reduce per-token losses their own way: SkyRL's JAX
 backend averages each sequence over its tokens, then the sequences
