@@ -252,7 +252,7 @@ def _train(
             trainer.fit()
             stop.in_training = False
             # A superseded attempt saves nothing: the job's new attempt owns the checkpoints.
-            if should_stop() and trainer.state.step > first_step and fence.current():
+            if should_stop() and first_step < trainer.state.step < trainer.total_steps and fence.current():
                 trainer.save_checkpoint(job_dir / CHECKPOINT_DIR / f"step_{trainer.state.step}")
         finally:
             stop.in_training = False

@@ -93,6 +93,27 @@ def test_sigterm_after_a_checkpoint_then_rerun_resumes_with_continuous_metrics(t
     assert train_steps(job_dir) == [1, 2, 3, 4, 5, 6]
 
 
+def test_a_sigterm_during_the_last_step_stops_nothing_and_the_job_completes_with_its_final_metrics(tmp_path):
+    # A time limit or preemption that lands in the last step: the step, its validation and its
+    # checkpoint finish, and the job is completed, not preempted (a rerun would train nothing).
+    job_dir = tmp_path / "job"
+    slow = ["task.reward=tests.probes.slow_reward:slow_reward", "trainer.total_batches=3", "trainer.test_freq=0"]
+    proc = start_job(job_dir, *slow, SLOW_REWARD_S="0.1")  # a step takes >= 3.2 s
+    latest = job_dir / "checkpoints" / "latest"
+    deadline = time.monotonic() + 300
+    while not (latest.is_file() and latest.read_text().strip() == "step_2"):  # saved after step 2
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)  # during step 3, the last (its 32 reward calls alone take 3.2 s)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out[-3000:]
+    result = JobResult.read(job_dir)
+    assert result.status == "completed" and result.steps == 3, out[-3000:]
+    assert "val_reward_mean" in result.final and result.best
+    assert [v["step"] for v in result.validations] == [0, 3]  # the history result.json keeps (val_before_train)
+
+
 def test_two_concurrent_jobs_get_their_own_ray_clusters_and_leave_no_ray_process(tmp_path):
     jobs = {}
     for name, cpus in (("a", 1), ("b", 2)):

@@ -399,3 +399,36 @@ def test_cli_error_on_non_sweep_dir(tmp_path, capsys, what):
         "bad_plan": "not valid JSON",
     }[what]
     assert expected in err
+
+
+def test_a_minimizing_sweeps_best_comes_from_the_validation_history_by_its_goal(tmp_path):
+    # A job's own `best` was once always the maximum; the report reads each validation instead.
+    plan = plan_dict([{"trainer.lr": 1e-3}], seeds=None, metric={"name": "val_loss", "goal": "minimize"})
+    sweep = make_sweep(tmp_path, plan)
+    job = plan["jobs"][0]
+    history = [{"step": 2, "val_loss": 0.9}, {"step": 4, "val_loss": 0.3}, {"step": 6, "val_loss": 0.6}]
+    write_job(sweep, job, val=[], steps=6, validations=history)
+    result = JobResult.read(job_dir_of(sweep, job))
+    result.final, result.best = {"val_loss": 0.6}, {"val_loss": 0.9}  # a maximum, the wrong way round
+    result.write(job_dir_of(sweep, job))
+    row = build_report(sweep).jobs[0]
+    assert row.best["val_loss"] == 0.3 and row.final["val_loss"] == 0.6
+
+
+def test_a_jobs_time_covers_every_attempt_not_only_the_last(tmp_path):
+    from rllm_sweeps.records import attempts
+
+    plan = plan_dict([{"trainer.lr": 1e-3}], seeds=None)
+    sweep = make_sweep(tmp_path, plan)
+    job_dir = write_job(sweep, plan["jobs"][0], started_at=2000.0, wall_time_s=30.0, restarts=1, attempts=2)
+    events = [("start", 1000.0, "7"), ("end", 1100.0, "7"), ("start", 1970.0, "8"), ("end", 2030.0, "8")]
+    for event, at, sid in events:
+        attempts.append_event(job_dir, event, scheduler_id=sid, generation=1)
+        lines = (job_dir / attempts.ATTEMPTS_FILE).read_text().splitlines()
+        last = json.loads(lines[-1]) | {"time": at}
+        (job_dir / attempts.ATTEMPTS_FILE).write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    report = build_report(sweep)
+    assert report.jobs[0].wall_time_s == 100.0 + 60.0  # both attempts, not the last one's 30 s
+    assert report.jobs[0].attempts == 2
+    table = render_table(report)
+    assert "attempts" in table and "2m40s" in table

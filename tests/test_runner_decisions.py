@@ -227,3 +227,20 @@ def test_ctrl_c_stops_the_jobs_in_flight_and_records_them_as_preempted(tmp_path,
         result = JobResult.read(job_dir)
         assert result.status == PREEMPTED and "Ctrl-C" in result.error
     assert not launcher.live
+
+
+def test_after_adopting_more_live_jobs_than_parallel_new_jobs_and_retries_wait_until_fewer_are_live(tmp_path):
+    # A killed sweeper's SLURM arrays held 3 live jobs of a parallel=2 sweep (the array's throttle
+    # keeps 2 of them running); the rerun submits nothing more until fewer than 2 are live.
+    jobs = planned(5)
+    live = {}
+    for job in jobs[:3]:
+        job_dir = job_dir_for(tmp_path, job)
+        job_dir.mkdir(parents=True)
+        live[job_dir] = Outcome(polls=2 + job.index)
+    live[job_dir_for(tmp_path, jobs[0])] = Outcome(status=None, failure="node failure", returncode=1, polls=1)
+    launcher = ScriptedLauncher({0: [Outcome()], 3: [Outcome()], 4: [Outcome()]}, live_to_reattach=live)
+    results = run_sweep(tmp_path, launcher, 5, parallel=2)
+    assert all(r.status == COMPLETED for r in results.values())
+    assert sorted(launcher.submitted) == [0, 3, 4]  # job 0's retry, and the two never submitted
+    assert max(launcher.live_before_single_submits) < 2

@@ -119,3 +119,34 @@ def test_resume_after_sigkill_reruns_nothing_that_completed(tmp_path):
     table = (tmp_path / "report" / "jobs.csv").read_text().strip().splitlines()
     assert len(table) == 1 + 4
     assert json.loads((tmp_path / "plan.json").read_text())["totals"]["jobs"] == 4
+
+
+def test_ctrl_c_on_the_sweeper_stops_the_jobs_prints_the_table_so_far_and_exits_130(tmp_path):
+    import signal
+
+    from rllm_sweeps.records.attempts import read_attempts
+
+    args = sweep_cmd(tmp_path, "trainer.lr=1e-3,2e-3", "hydra.sweeper.parallel=2")
+    sweeper = subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while len([d for d in tmp_path.glob("jobs/*") if read_attempts(d)]) < 2:  # both jobs' processes started
+        assert sweeper.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    time.sleep(1)
+    sweeper.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    out, err = sweeper.communicate(timeout=300)
+    assert sweeper.returncode == 130, out[-2000:] + err[-2000:]
+    assert "Traceback" not in out + err
+    assert err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C): rerun the same command to resume")
+    assert "status" in out and "jobs:" in out  # the table so far
+    for job_dir in tmp_path.glob("jobs/*"):
+        result = JobResult.read(job_dir)  # a job stopped during its start-up still has its record
+        assert result is not None and result.status == "preempted", job_dir
+        assert read_attempts(job_dir)[-1].ended_at is not None
+
+
+def test_a_model_path_that_does_not_exist_is_refused_before_any_job_is_launched(tmp_path):
+    proc = run_sweep(tmp_path, "model.path=/nonexistent/model", "trainer.lr=1e-3,2e-3", timeout=120)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "model.path='/nonexistent/model'" in proc.stderr and "Traceback" not in proc.stderr
+    assert not list(tmp_path.glob("jobs/*"))

@@ -209,9 +209,11 @@ class SweepRunner:
         # Queue everything at once where the scheduler can hold it (SLURM arrays, throttled); not
         # beside jobs adopted from an earlier sweeper, which the arrays' throttle would not count.
         ahead = self.source.static and self.launcher.queues_arrays and not self.running
-        if self.results:
+        if self.results or self.running:
+            adopted = f", {len(self.running)} still live with the scheduler" if self.running else ""
             print(
-                f"[sweep] {self.sweep_dir}: {len(self.results)} jobs already completed, {self.source.pending()} to run",
+                f"[sweep] {self.sweep_dir}: {len(self.results)} jobs already completed{adopted}, "
+                f"{self.source.pending()} to run",
                 flush=True,
             )
         else:
@@ -225,8 +227,9 @@ class SweepRunner:
                 # arrays, new jobs) start only when a slot is free.
                 while self.retries and len(self.running) < self.parallel:
                     self.start(*self.retries.pop(0))
-                if not ahead:
-                    for run in self.source.next_jobs(self.parallel - len(self.running) - len(self.retries)):
+                free = self.parallel - len(self.running) - len(self.retries)  # < 0 beside adopted jobs
+                if not ahead and free > 0:
+                    for run in self.source.next_jobs(free):
                         self.start(run)
                 for index, entry in list(self.running.items()):
                     status = self.launcher.poll(entry.handle)
