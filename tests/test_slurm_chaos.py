@@ -71,6 +71,12 @@ def test_a_sweep_survives_requeues_lost_node_daemons_and_a_killed_sweeper_losing
 
         chaos.wait_for(retried, "the retry after the node failure", timeout=180)
         chaos.slow_down(None)
+        # Its old process, still training on the node SLURM declared dead, finds at its next step
+        # that it was superseded and stops without writing its records over the retry's.
+        superseded = victim / "job.log"
+        chaos.wait_for(
+            lambda: "was superseded" in superseded.read_text(errors="replace"), "the old attempt fenced", 120
+        )
         chaos.restart_node_daemons()
         assert chaos.wait(timeout=600) == 0, chaos.output()
     finally:
@@ -80,7 +86,8 @@ def test_a_sweep_survives_requeues_lost_node_daemons_and_a_killed_sweeper_losing
 
     out = chaos.output()
     assert chaos.check(PARALLEL) == [], "\n".join(chaos.events) + "\n" + out
-    assert "reattached to job" in out  # the rerun polled the jobs SLURM still held
+    rerun = Path(chaos.outputs[1]).read_text()
+    assert "reattached to job" in rerun, rerun[-3000:]  # the rerun polled the jobs SLURM still held
     # The failed launch: an infrastructure failure, retried, SLURM's own reason recorded.
     assert "Task launch for StepId=" in JobResult.read(launch_failed).retry_reasons[0]
     # The requeue during start-up left its trace: two attempts of that job, SLURM's restart counted.
@@ -90,3 +97,4 @@ def test_a_sweep_survives_requeues_lost_node_daemons_and_a_killed_sweeper_losing
     assert JobResult.read(late).restarts >= 1
     victim_result = JobResult.read(victim)
     assert "node failure" in victim_result.retry_reasons[0] and victim_result.restarts >= 1
+    assert victim_result.retries >= 1  # the fenced old attempt did not write its record over the retry's
