@@ -22,34 +22,16 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import submitit
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from launchers.slurm_settings import SlurmSettings
 from launchers.slurm_states import REQUEUE_MAY_FOLLOW, REQUEUED_BY_SLURM, base_state, classify_end, is_live
 from launchers.slurm_task import TrainCommand
 from rllm_sweeps.records import attempts
-
-
-@dataclass(frozen=True)
-class SlurmSettings:
-    """`hydra.launcher.*` for SLURM (conf/hydra/launcher/slurm.yaml, conf/cluster/*.yaml)."""
-
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    constraint: str | None = None
-    setup: list[str] = field(default_factory=list)  # shell lines run before the job (module load ...)
-    env: dict[str, str] = field(default_factory=dict)  # for the client (SLURM_CONF) and the job
-    max_requeues: int = 3
-    signal_delay_s: int = 90
-    poll_interval_s: float = 2.0
-    max_array_size: int | None = None  # tasks per array; the cluster's MaxArraySize caps it anyway
-    submit_interval_s: float = 0.5  # at least this long between two submissions (sbatch calls)
-    requeue_grace_s: float = 30.0  # how long TIMEOUT/PREEMPTED must stay to mean the job ended
 
 
 def record_submission(request: LaunchRequest, job: submitit.Job) -> None:

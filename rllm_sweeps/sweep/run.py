@@ -11,6 +11,7 @@ hash unless hydra.sweep.dir is given) and runs only what is not completed yet.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
@@ -126,11 +127,15 @@ def make_launcher(hydra_cfg: DictConfig) -> Launcher:
     """The launcher `hydra/launcher` selects: SLURM (submitit) or local processes (default)."""
     from omegaconf import OmegaConf
 
-    launcher_cfg = OmegaConf.to_container(hydra_cfg.hydra.launcher, resolve=True)
-    if str(launcher_cfg.pop("_target_", "")).endswith("SlurmHydraLauncher"):
-        from launchers.slurm import SlurmLauncher, SlurmSettings
+    from launchers.slurm_settings import SlurmSettings
 
-        return SlurmLauncher(SlurmSettings(**launcher_cfg))
+    node = hydra_cfg.hydra.launcher
+    kind = OmegaConf.get_type(node)  # the launcher's config class (hydra/launcher=slurm: SlurmSettings's)
+    if isinstance(kind, type) and issubclass(kind, SlurmSettings):
+        from launchers.slurm import SlurmLauncher
+
+        values = OmegaConf.to_container(node, resolve=True)
+        return SlurmLauncher(SlurmSettings(**{f.name: values[f.name] for f in dataclasses.fields(SlurmSettings)}))
     from launchers.local import LocalLauncher
 
     return LocalLauncher()
