@@ -21,17 +21,12 @@ skip, unless RLLM_SWEEPS_REQUIRE_SLURM is set (CI), where they fail instead.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-try:
-    from launchers.local_slurm import SUBNET, LocalSlurm, missing_binaries, pid_alive
-except ImportError:  # repo root not on sys.path (plain `pytest` without pythonpath)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from launchers.local_slurm import SUBNET, LocalSlurm, missing_binaries, pid_alive
+from launchers.local_slurm import SUBNET, LocalSlurm, missing_binaries, pid_alive
 
 __all__ = [
     "SUBNET",

@@ -14,7 +14,7 @@ import submitit
 
 # Fixtures live in tests/slurm_fixtures.py; importing them here keeps this module
 # self-contained (harmless once tests/conftest.py imports them too).
-# slurm_fixtures also puts the repo root on sys.path and re-exports the launcher API.
+# slurm_fixtures re-exports the launcher API (the repo root is on sys.path: pytest's pythonpath).
 from slurm_fixtures import (  # noqa: F401
     SUBNET,
     LocalSlurm,
