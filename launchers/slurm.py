@@ -29,7 +29,7 @@ import submitit
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
 from launchers.slurm_settings import SlurmSettings
-from launchers.slurm_states import REQUEUE_MAY_FOLLOW, REQUEUED_BY_SLURM, base_state, classify_end, is_live
+from launchers.slurm_states import REQUEUE_MAY_FOLLOW, JobWatch, base_state, classify_end, is_live
 from launchers.slurm_task import TrainCommand
 from rllm_sweeps.records import attempts
 
@@ -61,8 +61,7 @@ class SlurmLauncher(Launcher):
         os.environ.update(settings.env)  # sbatch/sacct read SLURM_CONF from here
         self._last_poll = 0.0
         self._last_submit = 0.0
-        self._ending: dict[str, float] = {}  # job id -> when a state a requeue may follow was first seen
-        self._running: set[str] = set()  # job ids seen RUNNING (back to PENDING means a requeue)
+        self._watches: dict[str, JobWatch] = {}  # job id -> its states as polled (slurm_states.JobWatch)
         self._job_dirs: dict[str, Path] = {}  # job id -> the job's directory (its attempt records)
 
     def executor(
@@ -200,33 +199,16 @@ class SlurmLauncher(Launcher):
             self._last_poll = now
             job.watcher.update()  # one sacct call for every job of this watcher
         state = base_state(job.watcher.get_state(job.job_id, mode="standard"))
-        if state == "RUNNING":
-            self._running.add(job.job_id)
-        elif state == "PENDING" and job.job_id in self._running:
-            self._running.discard(job.job_id)
-            ended = self.last_ended_state(job.job_id)
-            if ended in REQUEUED_BY_SLURM:
-                # SLURM requeued the job after its node failed. The sweeper decides about retries
-                # (counted, recorded, bounded by max_retries), so this counts as the end.
-                end = classify_end(ended)
-                return JobStatus(
-                    JobState.FINISHED, returncode=1, detail=ended, failure=f"{end.reason}, requeued by SLURM"
-                )
-        if state in REQUEUE_MAY_FOLLOW:
-            # submitit requeues a timed-out job and SLURM a preempted one: sacct shows the
-            # state for a moment before PENDING. Only a state that stays is the end.
-            first_seen = self._ending.setdefault(job.job_id, now)
-            if now - first_seen < self.settings.requeue_grace_s:
-                return JobStatus(JobState.RUNNING, detail=f"{job.job_id} {state} (a requeue may follow)")
-        else:
-            self._ending.pop(job.job_id, None)
-        if is_live(state) or state == "UNKNOWN":  # UNKNOWN: sacct does not list a fresh job yet
-            return JobStatus(
-                JobState.PENDING if state == "PENDING" else JobState.RUNNING, detail=f"{job.job_id} {state}"
-            )
-        log = self.log_tail(job) if state != "COMPLETED" else ""
-        end = classify_end(state, log, started=self.process_started(job.job_id))
-        return JobStatus(JobState.FINISHED, returncode=end.returncode, detail=end.reason, failure=end.failure, log=log)
+        watch = self._watches.setdefault(job.job_id, JobWatch(self.settings.requeue_grace_s))
+        ended = watch.observe(state, now, lambda: self.last_ended_state(job.job_id))
+        if ended is None:
+            pending = JobState.PENDING if state == "PENDING" else JobState.RUNNING
+            return JobStatus(pending, detail=f"{job.job_id} {state}")
+        final, requeued = ended
+        log = self.log_tail(job) if final != "COMPLETED" else ""
+        end = classify_end(final, log, started=self.process_started(job.job_id))
+        failure = f"{end.failure}, requeued by SLURM" if requeued and end.failure else end.failure
+        return JobStatus(JobState.FINISHED, returncode=end.returncode, detail=end.reason, failure=failure, log=log)
 
     def log_tail(self, job: submitit.Job, size: int = 4000) -> str:
         """The end of the job's SLURM log (submitit's stderr file: srun's and slurmstepd's errors)."""

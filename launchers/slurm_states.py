@@ -12,6 +12,7 @@ ends FAILED like a crash of the job's code; the SLURM log tells them apart.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 INFRASTRUCTURE = "infrastructure"
@@ -113,3 +114,40 @@ def classify_end(state: str, log: str = "", started: bool = True) -> Ending:
     if kind is None:
         return Ending(0, None, reason, None)
     return Ending(1, kind, reason, reason if kind == INFRASTRUCTURE else None)
+
+
+class JobWatch:
+    """One SLURM job's states as the sweeper polls them from `sacct`, read as: still live, or ended.
+
+    Two things make this more than a lookup: a requeue shows an ended state only for a moment (a
+    timed-out job that submitit requeues, a preempted one), so such a state ends the job only once it
+    has stayed `requeue_grace_s`; and a job whose node failed is requeued by SLURM itself, so `sacct`
+    may show it RUNNING, then PENDING, never NODE_FAIL: then how its last run ended is asked.
+    """
+
+    def __init__(self, requeue_grace_s: float) -> None:
+        self.requeue_grace_s = requeue_grace_s
+        self.ran = False  # seen RUNNING since the last requeue
+        self.ending_since: float | None = None  # when a state a requeue may follow was first seen
+
+    def observe(self, state: str, now: float, last_ended: Callable[[], str | None]) -> tuple[str, bool] | None:
+        """(the terminal state, whether SLURM requeued the job after it), or None while the job is
+        live. `last_ended` asks SLURM how the job's latest finished run ended (sacct --duplicates)."""
+        state = base_state(state)
+        if state == "RUNNING":
+            self.ran = True
+        elif state == "PENDING" and self.ran:
+            self.ran = False
+            ended = last_ended()
+            if ended in REQUEUED_BY_SLURM:
+                # The sweeper decides about retries (counted, bounded by max_retries): this is the end.
+                return ended, True
+        if state in REQUEUE_MAY_FOLLOW:
+            self.ending_since = now if self.ending_since is None else self.ending_since
+            if now - self.ending_since < self.requeue_grace_s:
+                return None
+        else:
+            self.ending_since = None
+        if state in LIVE or state == "UNKNOWN":  # UNKNOWN: sacct does not list a fresh job yet
+            return None
+        return state, False

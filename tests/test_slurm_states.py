@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from launchers.slurm_states import INFRASTRUCTURE, USER, classify_end, is_live, launch_failure
+from launchers.slurm_states import INFRASTRUCTURE, USER, JobWatch, classify_end, is_live, launch_failure
 
 DATA = Path(__file__).parent / "data" / "slurm_logs"
 # What srun printed when slurmd died while it launched the job's step (recorded on the local cluster).
@@ -70,3 +70,48 @@ def test_ended_states_are_not_live(state):
 
 def test_a_state_a_requeue_may_follow_counts_as_live_for_reattachment():
     assert is_live("TIMEOUT") and is_live("PREEMPTED")
+
+
+def watch(states: list[tuple[float, str]], last_ended: str | None = None, grace: float = 30.0):
+    """Feed a job's polled sacct states (time, state) to a JobWatch: the first end seen, with its time."""
+    w = JobWatch(requeue_grace_s=grace)
+    for t, state in states:
+        ended = w.observe(state, t, lambda: last_ended)
+        if ended is not None:
+            return t, ended
+    return None
+
+
+def test_a_job_that_runs_and_completes_ends_completed():
+    assert watch([(0, "PENDING"), (2, "RUNNING"), (4, "RUNNING"), (6, "COMPLETED")]) == (6, ("COMPLETED", False))
+
+
+def test_a_time_limit_that_submitit_requeues_is_not_the_end():
+    # TIMEOUT for a moment, then the requeued job pends and runs again.
+    states = [(0, "RUNNING"), (60, "TIMEOUT"), (62, "PENDING"), (64, "RUNNING"), (100, "COMPLETED")]
+    assert watch(states, last_ended="TIMEOUT") == (100, ("COMPLETED", False))
+
+
+def test_a_time_limit_that_stays_ends_the_job_after_the_grace():
+    states = [(0, "RUNNING"), (60, "TIMEOUT"), (75, "TIMEOUT"), (91, "TIMEOUT")]
+    assert watch(states, grace=30) == (91, ("TIMEOUT", False))
+
+
+def test_a_node_failure_slurm_requeued_at_once_is_found_through_the_last_run():
+    # sacct never showed NODE_FAIL to the poller: RUNNING, then PENDING again (JobRequeue=1).
+    states = [(0, "RUNNING"), (40, "PENDING"), (42, "PENDING")]
+    assert watch(states, last_ended="NODE_FAIL") == (40, ("NODE_FAIL", True))
+
+
+def test_a_requeue_asked_for_with_scontrol_is_not_an_end():
+    states = [(0, "RUNNING"), (10, "PENDING"), (12, "RUNNING"), (30, "COMPLETED")]
+    assert watch(states, last_ended="REQUEUED") == (30, ("COMPLETED", False))
+
+
+def test_a_fresh_job_sacct_does_not_know_yet_is_live():
+    assert watch([(0, "UNKNOWN"), (1, "PENDING"), (3, "RUNNING")]) is None
+
+
+def test_a_job_that_fails_ends_failed_and_one_cancelled_by_hand_ends_cancelled():
+    assert watch([(0, "RUNNING"), (5, "FAILED")]) == (5, ("FAILED", False))
+    assert watch([(0, "PENDING"), (5, "CANCELLED by 0")]) == (5, ("CANCELLED", False))
