@@ -273,6 +273,8 @@ SPECIAL_VALUES = {
 }
 # Keys only the jax engine reads (engines.py): their mapping is tested there.
 JAX_ENGINE_KEYS = {"algorithm.use_kl_loss"}
+# Keys whose other values need another config group (the single-turn workflow makes one call).
+GROUP_FOR = {"workflow.max_turns": "workflow=multi_turn"}
 
 
 @pytest.mark.parametrize("mapping", KEY_MAPPINGS, ids=lambda m: f"{m.common}->{m.native}")
@@ -295,6 +297,8 @@ def test_overriding_a_common_key_changes_its_native_key(mapping):
         engine.append("skyrl.train.trainer.placement.colocate_all=false")
     if mapping.common == "algorithm.kl_beta":
         engine = ["algorithm.use_kl_loss=true"]  # a coefficient applies with the KL loss on (jax)
+    if mapping.common in GROUP_FOR:
+        engine.append(GROUP_FOR[mapping.common])
     cfg = load_config([override, *engine], notify=quiet)
     native = OmegaConf.select(cfg, mapping.native)
     native = OmegaConf.to_container(native) if OmegaConf.is_config(native) else native

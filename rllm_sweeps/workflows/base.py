@@ -40,7 +40,7 @@ COMMON_KEYS = ("name", "class", "max_turns", "role_estimators")
 class WorkflowSettings:
     """Settings every workflow takes; subclasses add theirs (and check them in ``problems``)."""
 
-    max_turns: int = 1  # model calls per trajectory (SkyRL's generator.max_turns)
+    max_turns: int = 1  # model calls per trajectory (SkyRL has the same setting: keymap.py)
     # role -> advantage estimator; a role absent or null uses algorithm.adv_estimator
     role_estimators: dict[str, str | None] = field(default_factory=dict)
 
