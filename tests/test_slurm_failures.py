@@ -1,4 +1,7 @@
-"""What goes wrong on a cluster, on the real local SLURM cluster: time limits, dead nodes.
+"""What goes wrong on a cluster, on the real local SLURM cluster: time limits, user errors.
+
+A node whose daemon dies (NODE_FAIL, retried, resumed, the old attempt fenced off) is in
+tests/test_slurm_chaos.py, with the other faults a sweep must survive.
 
 Training steps are made slow on purpose (tests/probes/slow_reward.py, a sleep per reward
 call) so that a job outlives its time limit, or a node failure, whatever the machine's load.
@@ -73,37 +76,6 @@ def test_a_job_longer_than_its_time_limit_is_checkpointed_requeued_and_finishes(
     assert result.status == "completed" and result.steps == 100
     assert 1 <= result.restarts <= 3, result.restarts  # requeued, within max_requeues
     assert train_steps(job_dir) == list(range(1, 101))  # resumed from checkpoints: continuous
-
-
-def test_a_job_whose_node_daemon_dies_is_reported_as_an_infrastructure_failure_and_retried(slurm_env, tmp_path):
-    # Polled every 10 s: SLURM requeues the job itself moments after NODE_FAIL, and the sweeper
-    # must notice the failure even when it never sees that state.
-    sweeper = start_sweep(
-        tmp_path, "trainer.total_batches=150", "trainer.save_freq=5", "hydra.launcher.poll_interval_s=10"
-    )
-    wait_for(lambda: list(tmp_path.glob("jobs/*/checkpoints/latest")), "a first checkpoint", sweeper, 300)
-    job_dir = next(tmp_path.glob("jobs/*"))
-    slurm_env.kill_slurmd("n1")
-    try:
-        # SLURM declares the node dead (SlurmdTimeout), the job NODE_FAIL; the sweeper records
-        # an infrastructure failure and submits the job again (it waits for the node).
-        def retried() -> bool:
-            result = JobResult.read(job_dir)
-            return result is not None and result.retries == 1
-
-        wait_for(retried, "the retry after the node failure", sweeper, 240)
-        failed = JobResult.read(job_dir)
-        assert failed.failure_kind == "infrastructure" and "NODE_FAIL" in failed.retry_reasons[0]
-    finally:
-        slurm_env.restart_slurmds()
-    out, _ = sweeper.communicate(timeout=600)
-    assert sweeper.returncode == 0, out[-3000:]
-    assert "infrastructure, retrying" in out
-    result = JobResult.read(job_dir)
-    assert result.status == "completed" and result.steps == 150
-    assert result.retries == 1 and "node failure" in result.retry_reasons[0]
-    assert result.restarts == 1  # the retry resumed from the checkpoint
-    assert train_steps(job_dir) == list(range(1, 151))
 
 
 def test_a_user_error_is_not_retried(slurm_env, tmp_path):
