@@ -1,7 +1,9 @@
 """Time to plan 1,000 jobs: our planner (compose + validate every job) against Hydra's
-BasicSweeper composing the same 1,000 jobs (no validation), in one process, one run.
+BasicSweeper composing the same 1,000 jobs (no validation), in one process, one run; then
+a run's plan of 100,000 distinct jobs (composed, validated, hashed, streamed to disk and
+written as plan.json): its time and the process's peak memory.
 
-    .venv/bin/python bench/plan.py [--jobs 1000] [--sample 20]
+    /usr/bin/time -v .venv/bin/python bench/plan.py [--jobs 1000] [--large 100000] [--sample 20]
 
 The sweep: trainer.lr (jobs/8 values) x rollout.n (1,2,4,8) x trainer.mini_batch_size (2,4),
 every job valid, every job a distinct SkyRL-native tree (no cache hits to flatter us).
@@ -15,13 +17,17 @@ every job valid, every job a distinct SkyRL-native tree (no cache hits to flatte
 - for scale, load_config() (our single-job pipeline) on `--sample` jobs, extrapolated.
 
 Imports and the first composition (SkyRL and JAX load: seconds) are paid once, before
-any timing, and reported apart.
+any timing, and reported apart. The peak memory printed is the process's (ru_maxrss, the
+figure /usr/bin/time -v reports as "Maximum resident set size"), imports included.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
+import tempfile
 import time
+from pathlib import Path
 
 
 def sweep_args(jobs: int) -> list[str]:
@@ -36,6 +42,26 @@ def time_ours(args: list[str]) -> tuple[float, int]:
     start = time.perf_counter()
     plan = plan_sweep(args)
     return time.perf_counter() - start, plan.totals.validated
+
+
+def time_large(args: list[str]) -> tuple[float, float, int, int]:
+    """A run's plan (no job limit, no size limit) written as plan.json: seconds to plan, to write,
+    jobs validated, plan.json's bytes."""
+    from rllm_sweeps.sweep import plan_sweep
+
+    start = time.perf_counter()
+    plan = plan_sweep(args, max_jobs=None, progress=lambda n, total, s: print(f"  {n:,} of {total:,} ({s:.0f} s)"))
+    planned = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        path = plan.write(Path(tmp))
+        written = time.perf_counter() - start
+        size = path.stat().st_size
+    return planned, written, plan.totals.validated, size
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def time_hydra(args: list[str]) -> tuple[float, int]:
@@ -75,6 +101,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--sample", type=int, default=20, help="jobs timed with load_config() (0 = skip)")
+    ap.add_argument("--large", type=int, default=100_000, help="jobs of the large plan (0 = skip)")
     opts = ap.parse_args()
     args = sweep_args(opts.jobs)
 
@@ -86,7 +113,7 @@ def main() -> None:
     with quiet_skyrl():
         plan_sweep(["trainer.lr=1e-4"])  # imports SkyRL/JAX, composes once
     warmup = time.perf_counter() - t0
-    print(f"warm-up (imports, first composition): {warmup:.1f} s, not counted below")
+    print(f"warm-up (imports, first composition): {warmup:.1f} s, not counted below; peak memory {peak_mb():.0f} MB")
 
     ours, n_ours = time_ours(args)
     print(f"ours:  {n_ours} jobs composed + validated + hashed in {ours:.2f} s ({ours / n_ours * 1e3:.2f} ms/job)")
@@ -102,6 +129,15 @@ def main() -> None:
             f"load_config() per job (sample of {opts.sample}): {per_job * 1e3:.0f} ms "
             f"-> {per_job * n_ours:.0f} s for {n_ours} jobs"
         )
+    if opts.large:
+        cpu = time.process_time()
+        planned, written, n, size = time_large(sweep_args(opts.large))
+        cpu = time.process_time() - cpu
+        print(
+            f"large: {n:,} jobs composed + validated + hashed in {planned:.1f} s ({planned / n * 1e3:.2f} ms/job; "
+            f"CPU {cpu:.1f} s, {cpu / n * 1e3:.2f} ms/job), plan.json ({size / 1e6:.0f} MB) written in {written:.1f} s"
+        )
+        print(f"peak memory of the process (ru_maxrss): {peak_mb():.0f} MB")
 
 
 if __name__ == "__main__":

@@ -227,6 +227,20 @@ def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[s
             yield key, value, named
 
 
+def engine_checks_read(path: str) -> bool:
+    """Whether engine_issues() may read the value at `path` (a dotted config path): what a cache
+    of its answers must key on. The native twins of common keys are read through the common key,
+    except where SkyRL's GPU trainer forces their value."""
+    if any(path == k or k.startswith(path + ".") or path.startswith(k + ".") for k in ENGINE_COMMON_KEYS):
+        return True
+    for prefix in (TRAIN_PREFIX, JAX_PREFIX):
+        if prefix.startswith(path + "."):
+            return True  # skyrl, skyrl.train: the whole tree
+        if path.startswith(prefix):
+            return path not in BY_NATIVE or path.removeprefix(TRAIN_PREFIX) in BUILDER_FORCED
+    return False
+
+
 def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[ConfigIssue]:
     """Keys the chosen engine would not read or would see overridden, each an issue."""
     engine = _get(plain, "skyrl.engine")
@@ -319,6 +333,7 @@ __all__ = [
     "GPU_TRAINER",
     "NOT_READ",
     "EngineTraits",
+    "engine_checks_read",
     "engine_issues",
     "jax_losses",
     "readers",

@@ -6,12 +6,14 @@ search strategies read jobs through it. A sweep directory is thereby self-descri
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 RESULT_FILE = "result.json"
 METRICS_FILE = "metrics.jsonl"
@@ -106,13 +108,15 @@ def _umask() -> int:
 RECORD_MODE = 0o666 & ~_umask()
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write a file so that readers see the old one or the new one, never half of one."""
+@contextlib.contextmanager
+def open_atomic(path: Path) -> Iterator[IO[str]]:
+    """A file to write in pieces (a large plan.json) that readers see whole or not at all: it
+    replaces `path` when the block ends without an error."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, RECORD_MODE)
@@ -120,6 +124,12 @@ def write_text_atomic(path: Path, text: str) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write a file so that readers see the old one or the new one, never half of one."""
+    with open_atomic(path) as f:
+        f.write(text)
     return path
 
 

@@ -343,3 +343,46 @@ def test_planning_1000_jobs_composes_and_validates_each_in_a_few_seconds():
     elapsed = time.perf_counter() - start
     assert plan.totals.validated == 1000 and len({j.config_hash for j in plan.jobs}) == 1000
     assert elapsed < 10, f"{elapsed:.2f} s"  # ~2 s on 2 cores; Hydra's BasicSweeper alone: ~100 s
+
+
+# ---- plans of any size: streamed to disk, progress, refused above max_jobs ------------------
+
+
+def test_a_run_above_max_jobs_is_refused_before_any_job_is_composed_saying_how_to_sample_it():
+    args = ["trainer.lr=range(1,1001)", "rollout.n=range(1,1001)", "data.max_response_length=range(1,1001)"]
+    start = time.perf_counter()
+    with pytest.raises(SweepError) as err:
+        plan_sweep(args, max_jobs=100_000)
+    elapsed = time.perf_counter() - start
+    message = str(err.value)
+    assert "1,000,000,000 points" in message and "hydra.sweeper.max_jobs=100,000" in message
+    assert "sweep.method=random sweep.budget=N" in message and "sweep.method=optuna sweep.budget=N" in message
+    assert elapsed < 5, f"{elapsed:.2f} s"  # nothing composed but the base
+    # A dry run of the same grid is a preview: the first jobs, counted in full.
+    preview = plan_sweep(args, limit=5, max_jobs=100_000)
+    assert preview.totals.jobs == 10**9 and len(preview.jobs) == 5
+    # A random search over the same values is no grid: its budget is what it plans.
+    sampled = plan_sweep([*args, "sweep.method=random", "sweep.budget=4"], max_jobs=100_000)  # as the message says
+    assert sampled.totals.jobs == 4 and sampled.complete
+
+
+def test_a_runs_plan_is_streamed_to_disk_and_equals_the_in_memory_plan_with_progress_reported():
+    from rllm_sweeps.sweep.spool import JobSpool
+
+    args = ["trainer.lr=1e-4,2e-4,3e-4", "rollout.n=2,4", "+sweep.seeds=2"]
+    heard: list[tuple[int, int]] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("rllm_sweeps.sweep.plan.PROGRESS_EVERY_S", 0.0)
+        streamed = plan_sweep(args, progress=lambda done, total, s: heard.append((done, total)))
+    preview = plan_sweep(args, limit=100)  # a preview's jobs are kept in memory
+    assert isinstance(streamed.jobs, JobSpool) and isinstance(preview.jobs, list)
+    assert [j.to_dict() for j in streamed.jobs] == [j.to_dict() for j in preview.jobs]
+    assert len(streamed.jobs) == 12 and streamed.jobs[7] == preview.jobs[7] and streamed.jobs[-1] == preview.jobs[11]
+    assert heard[0] == (0, 12) and heard[-1] == (12, 12)
+    assert streamed.resource_shapes == [preview.jobs[0].resources]
+
+
+def test_plan_json_streamed_from_disk_loads_as_the_plans_dict(tmp_path):
+    plan = plan_sweep(["trainer.lr=1e-4,2e-4", "rollout.n=2,4"])
+    path = plan.write(tmp_path)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(plan.to_dict(), default=str))

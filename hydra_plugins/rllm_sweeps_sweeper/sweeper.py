@@ -26,6 +26,7 @@ class RllmSweeperConf:
     rows: int = 20  # job rows a dry run prints
     max_retries: int = 2  # launches again after an infrastructure failure (node lost, OOM kill), per job
     sweep_file: Optional[str] = None  # noqa: UP045  a sweep file by path (train.py: +sweep=PATH.yaml)
+    max_jobs: int = 100_000  # a run plans (validates) every job first: more is refused (sweep.plan.MAX_JOBS)
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="rllm", node=RllmSweeperConf, provider="rllm-sweeps")
@@ -40,7 +41,9 @@ class RllmSweeper(Sweeper):
         rows: int,
         max_retries: int,
         sweep_file: str | None = None,
+        max_jobs: int = 100_000,
     ) -> None:
+        self.max_jobs = max_jobs
         self.max_retries = max_retries
         self.sweep_file = sweep_file
         self.dry_run = dry_run
@@ -65,5 +68,6 @@ class RllmSweeper(Sweeper):
             rows=self.rows,
             max_retries=self.max_retries,
             sweep_file=self.sweep_file,
+            max_jobs=self.max_jobs,
         )
         return run_sweep(arguments, self.config, options, config_loader=self.config_loader)

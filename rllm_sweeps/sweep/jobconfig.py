@@ -25,8 +25,9 @@ tests/test_sweep_plan.py checks the shortcut against load_config().
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +50,8 @@ from rllm_sweeps.config.validate import (
     check_native_train,
     skyrl_validate_cfg,
 )
-from rllm_sweeps.engines import ENGINE_COMMON_KEYS, engine_issues
+from rllm_sweeps.engines import engine_checks_read, engine_issues
+from rllm_sweeps.jobhash import CanonicalJson
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS, RESOLVER, is_planted, reconcile
 
 Path = tuple[str | int, ...]
@@ -247,6 +249,14 @@ class Base:
         self._analyses: dict[frozenset[str], _Analysis] = {}
         self._targets: dict[str, bool] = {}
         self.native_types: list[ConfigIssue] | None = None  # SkyRL type checks of the base's tree
+        self._canonical: CanonicalJson | None = None
+
+    @property
+    def canonical(self) -> CanonicalJson | None:
+        """The hash's canonical JSON of this base's subtrees, computed once (jobs share them)."""
+        if self._canonical is None and self.plain is not None:
+            self._canonical = CanonicalJson(self.plain)
+        return self._canonical
 
     def _target_ok(self, key: str) -> bool:
         """Can a job's value go straight into the tree at `key`? (an untyped leaf or a list)."""
@@ -419,9 +429,9 @@ class JobComposer:
         assert base.plain is not None
         tree = _Cow(base.plain)
         for s in settings:
-            tree.set(tuple(s.key.split(".")), copy.deepcopy(s.value))
+            tree.set(tuple(s.key.split(".")), _copy(s.value))
         for interp in analysis.refs:
-            tree.set(interp.path, copy.deepcopy(tree.get(interp.ref)))  # type: ignore[arg-type]
+            tree.set(interp.path, _copy(tree.get(interp.ref)))  # type: ignore[arg-type]
         if analysis.omega:
             restore: list[tuple[Any, str | int, Any]] = []
             try:
@@ -494,14 +504,15 @@ class JobComposer:
         if not isinstance(skyrl, dict):
             return issues
         run_skyrl = not issues
-        skyrl_json = json.dumps(skyrl, sort_keys=True, default=repr)
-        engine_key = (skyrl_json, json.dumps([plain_get_or_none(plain, k) for k in ENGINE_COMMON_KEYS]))
-        engine_key += (frozenset(explicit),)
+        explicit = frozenset(explicit)
+        engine_key = (self._differences(plain, base, changed, engine_checks_read), explicit)
         if engine_key not in self._engine:
+            _bounded(self._engine)
             self._engine[engine_key] = engine_issues(plain, explicit)
         issues += self._engine[engine_key]
-        key = (skyrl_json, run_skyrl)
+        key = (self._differences(plain, base, changed, lambda path: related(path, "skyrl")), run_skyrl)
         if key not in self._native:
+            _bounded(self._native)
             self.stats["native_checks"] += 1
             train_issues: list[ConfigIssue] = []
             if "train" in skyrl:
@@ -518,6 +529,17 @@ class JobComposer:
             shadowed = {m.native for m in KEY_MAPPINGS if m.common in bad_common}
             issues += [i for i in train_issues if i.key not in shadowed]
         return issues + jax_issues
+
+    @staticmethod
+    def _differences(
+        plain: dict[str, Any], base: Base | None, changed: Iterable[str], read: Callable[[str], bool]
+    ) -> tuple[Any, ...]:
+        """What a check reading the paths `read` accepts sees of `plain`, as a small cache key: the
+        base and the values where `plain` differs from it, or (no base) a digest of the whole config."""
+        if base is None or base.plain is None:
+            return (hashlib.blake2b(_dumps(plain).encode(), digest_size=16).digest(),)
+        values = tuple((c, _dumps(plain_get_or_none(plain, c))) for c in sorted(changed) if read(c))
+        return (id(base), values)
 
     def _native_types(
         self, train: dict[str, Any], engine: Any, base: Base | None, changed: Iterable[str]
@@ -557,6 +579,23 @@ class JobComposer:
 
         fresh = [i for i in check_native_train(partial, engine, run_skyrl=False) if touched(i)]
         return [i for i in base.native_types if not touched(i)] + fresh
+
+
+_CACHE_ENTRIES = 10_000  # per cache of check results: a sweep of any size stays in bounded memory
+
+
+def _bounded(cache: dict[Any, Any]) -> None:
+    if len(cache) >= _CACHE_ENTRIES:
+        cache.clear()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def _copy(value: Any) -> Any:
+    """A value of a job's own, not shared with the base or another job (scalars are immutable)."""
+    return value if type(value) in (str, int, float, bool, type(None)) else copy.deepcopy(value)
 
 
 def _first_line(err: BaseException) -> str:

@@ -11,6 +11,12 @@ Huge grids: `make_plan(..., limit=N)` composes and validates only the first N jo
 run shows those) while still counting every point and estimating the cost of every job
 (constraints and resources are read straight from the values when they can be). A plan
 made so says `complete=False`; a run always plans with `limit=None`.
+
+A run's plan is streamed: grid points are decoded one at a time, and each job, once
+validated, goes to a file (sweep/spool.py), so planning holds no job in memory whatever
+the grid's size; `progress(done, total, seconds)` is called every few seconds. Above
+`max_jobs` jobs (MAX_JOBS; `hydra.sweeper.max_jobs`) a run is refused before anything is
+composed, with how to write the search as a random or Optuna one instead.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +40,20 @@ from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
 from rllm_sweeps.sweep.jobconfig import Base, JobComposer, JobConfig, Setting, plain_get, related, value_is_plain
 from rllm_sweeps.sweep.space import Point, SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec, parse_sweep_lenient
+from rllm_sweeps.sweep.spool import JobSpool
 from rllm_sweeps.sweep.values import format_value
 
 PLAN_SCHEMA_VERSION = 1
 RESOURCE_KEYS = ("resources.nodes", "resources.gpus_per_node", "resources.time_min")
 OPTUNA_PROBES = 3  # sampled points a run of an Optuna sweep validates before its first trial
 _MAX_CONSTRAINT_ERRORS = 20
+_MAX_BAD_JOBS_SHOWN = 50  # invalid jobs whose problems are listed (all are counted)
+# A run composes and validates every job before it launches any (about 0.3 ms a job, and each job
+# is a training run): larger grids are refused with how to sample them instead.
+MAX_JOBS = 100_000
+PROGRESS_EVERY_S = 2.0
+
+Progress = Callable[[int, int, float], None]  # (jobs planned, jobs in all (at most), seconds so far)
 
 
 @dataclass(frozen=True)
@@ -54,11 +68,14 @@ class PlannedJob:
     resources: dict[str, Any]  # the job's resources.* (nodes, gpus_per_node, time_min, ...)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _JOB_FIELDS}  # shallow: written, not kept
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlannedJob:
         return cls(**data)
+
+
+_JOB_FIELDS = tuple(f.name for f in fields(PlannedJob))
 
 
 @dataclass(frozen=True)
@@ -74,16 +91,25 @@ class Totals:
     plan_seconds: float = 0.0
 
 
+def job_spool() -> JobSpool:
+    """A sequence of PlannedJob kept on disk (a run's plan: any number of jobs in bounded memory)."""
+    return JobSpool(PlannedJob.to_dict, PlannedJob.from_dict)
+
+
 @dataclass
 class Plan:
     spec: SweepSpec
     base_overrides: list[str]
-    jobs: list[PlannedJob]  # every job when `complete`; else the first `limit`
+    # Every job when `complete` (a run's plan: a JobSpool, read from disk as it is iterated); else
+    # the first `limit`. Iterate it, index it; do not hold all of it.
+    jobs: Sequence[PlannedJob]
     totals: Totals
     complete: bool = True
     notes: list[str] = field(default_factory=list)
+    resource_shapes: list[dict[str, Any]] = field(default_factory=list)  # the distinct resources.* of the jobs
 
-    def to_dict(self) -> dict[str, Any]:
+    def header(self) -> dict[str, Any]:
+        """plan.json without its jobs."""
         return {
             "schema_version": PLAN_SCHEMA_VERSION,
             "spec": self.spec.to_dict(),
@@ -92,31 +118,51 @@ class Plan:
             "complete": self.complete,
             "totals": asdict(self.totals),
             "notes": list(self.notes),
-            "jobs": [j.to_dict() for j in self.jobs],
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.header(), "jobs": [j.to_dict() for j in self.jobs]}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=str)
 
     def write(self, path: Path | str) -> Path:
-        """plan.json, written atomically."""
-        from rllm_sweeps.results import write_json_atomic
+        """plan.json, written atomically; the jobs are streamed to it, one line each."""
+        from rllm_sweeps.results import open_atomic
 
         path = Path(path)
         if path.is_dir() or path.suffix != ".json":
             path = path / PLAN_FILE
-        return write_json_atomic(path, json.loads(self.to_json()))
+        head = json.dumps(self.header(), indent=2, sort_keys=True, default=str)
+        lines = self.jobs.lines() if isinstance(self.jobs, JobSpool) else _job_lines(self.jobs)
+        with open_atomic(path) as f:
+            f.write(head[: head.rindex("}")].rstrip() + ',\n  "jobs": [')
+            for i, line in enumerate(lines):
+                f.write(("\n    " if i == 0 else ",\n    ") + line.decode())
+            f.write("\n  ]\n}\n")
+        return path
 
     def render(self, rows: int = 20) -> str:
         """The dry-run view: what runs, what it costs, the first `rows` jobs."""
         return render_plan(self, rows)
 
 
+def _job_lines(jobs: Iterable[PlannedJob]) -> Iterator[bytes]:
+    for job in jobs:
+        yield json.dumps(job.to_dict(), separators=(",", ":"), default=str).encode()
+
+
 # ---- entry points ----------------------------------------------------------------------
 
 
 def make_plan(
-    spec: SweepSpec, base_overrides: Sequence[str] = (), *, limit: int | None = None, validate: bool = True
+    spec: SweepSpec,
+    base_overrides: Sequence[str] = (),
+    *,
+    limit: int | None = None,
+    validate: bool = True,
+    max_jobs: int | None = MAX_JOBS,
+    progress: Progress | None = None,
 ) -> Plan:
     """Expand `spec` into jobs on top of `base_overrides`; compose and validate every job
     (the first `limit` only, when given: a dry run of a huge grid). Raises SweepError
@@ -124,8 +170,10 @@ def make_plan(
 
     validate=False composes and hashes without validating (a preview: it skips importing
     SkyRL's validators, seconds in a fresh process); the plan says so (`validated` 0).
+    Without `limit`, more than `max_jobs` jobs (None: no bound) is a SweepError saying how
+    to sample the space instead; `progress` hears how far planning is every few seconds.
     """
-    return _Planner(spec, list(base_overrides), validate).plan(limit, pending=[])
+    return _Planner(spec, list(base_overrides), validate, max_jobs, progress).plan(limit, pending=[])
 
 
 def plan_sweep(
@@ -136,17 +184,26 @@ def plan_sweep(
     sweep_file: str | Path | None = None,
     params: dict[str, str] | None = None,
     config_loader: Any = None,
+    max_jobs: int | None = MAX_JOBS,
+    progress: Progress | None = None,
 ) -> Plan:
     """parse_sweep + make_plan, with the problems of both reported together."""
     request, issues = parse_sweep_lenient(overrides, sweep_file=sweep_file, params=params, config_loader=config_loader)
-    return plan_request(request, limit=limit, validate=validate, pending=issues)
+    return plan_request(request, limit=limit, validate=validate, pending=issues, max_jobs=max_jobs, progress=progress)
 
 
 def plan_request(
-    request: SweepRequest, *, limit: int | None = None, validate: bool = True, pending: Sequence[ConfigIssue] = ()
+    request: SweepRequest,
+    *,
+    limit: int | None = None,
+    validate: bool = True,
+    pending: Sequence[ConfigIssue] = (),
+    max_jobs: int | None = MAX_JOBS,
+    progress: Progress | None = None,
 ) -> Plan:
     """make_plan for a parsed command line; `pending` problems are reported with the plan's."""
-    return _Planner(request.spec, list(request.base_overrides), validate).plan(limit, pending=list(pending))
+    planner = _Planner(request.spec, list(request.base_overrides), validate, max_jobs, progress)
+    return planner.plan(limit, pending=list(pending))
 
 
 # ---- the planner -----------------------------------------------------------------------
@@ -172,17 +229,28 @@ def _strip_seed(plain: dict[str, Any], seed_key: str) -> dict[str, Any]:
 
 @dataclass
 class _Scan:
-    points: list[Point]  # the points to materialize
+    points: Iterable[Point]  # the points to materialize (a run's grid: decoded as they are taken)
     candidates: int  # grid points, or samples drawn
-    count: int  # points the constraints accept
+    count: int | None  # points the constraints accept (None: known once `points` is consumed)
     node_hours: float = 0.0  # of every job (partial plans)
     gpu_hours: float = 0.0
 
 
 class _Planner:
-    def __init__(self, spec: SweepSpec, base_overrides: list[str], validate: bool = True) -> None:
+    def __init__(
+        self,
+        spec: SweepSpec,
+        base_overrides: list[str],
+        validate: bool = True,
+        max_jobs: int | None = None,
+        progress: Progress | None = None,
+    ) -> None:
         self.spec = spec
         self.validate = validate
+        self.max_jobs = max_jobs
+        self.progress = progress
+        self.points_taken = 0  # points materialize() went through
+        self.resource_shapes: dict[str, dict[str, Any]] = {}
         self.base_overrides = base_overrides
         self.space = SearchSpace(spec)
         self.composer = JobComposer(base_overrides)
@@ -193,7 +261,9 @@ class _Planner:
         self._readers: dict[Any, tuple[Base | None, bool]] = {}
         self._constraint_errors = 0
         self.attempted = 0  # jobs materialize() tried
-        self.duplicates: list[tuple[int, int]] = []
+        self.bad_jobs = 0  # of those, invalid ones
+        self.duplicates = 0  # jobs whose config an earlier job has
+        self.first_duplicate: tuple[int, int] | None = None  # (job, the earlier job)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -351,41 +421,80 @@ class _Planner:
         if self.issues:
             raise SweepError(self.issues)
 
+    def check_size(self) -> None:
+        """A run plans every job first: more than `max_jobs` is refused, saying how to sample instead."""
+        spec = self.spec
+        if self.max_jobs is None or spec.method == "optuna":  # Optuna's trials are planned one at a time
+            return
+        if spec.method == "grid":
+            points = self.space.grid_size
+            jobs = points * spec.n_seeds
+            seeds = f" x {spec.n_seeds} seeds = {jobs:,} jobs" if spec.seeds else " (one job each)"
+            what = f"the grid has {points:,} points{seeds}{' before constraints' if spec.constraints else ''}"
+        else:
+            jobs = spec.budget or 0
+            what = f"budget {jobs:,} asks for {jobs:,} jobs"
+        if jobs <= self.max_jobs:
+            return
+        message = (
+            f"{what}, more than hydra.sweeper.max_jobs={self.max_jobs:,}: a run composes and validates every "
+            "job before it launches any, and each job is a training run. To search a space this large, sample "
+            "it: add sweep.method=random sweep.budget=N (N points drawn at random from the same values) or "
+            "sweep.method=optuna sweep.budget=N (Optuna's TPE sampler, with pruning; docs/OPTUNA.md). "
+            "To plan it all anyway: hydra.sweeper.max_jobs=" + str(jobs)
+        )
+        raise SweepError([ConfigIssue("max_jobs", message)])
+
+    def check_count(self, scan: _Scan) -> None:
+        spec = self.spec
+        count = scan.count or 0
+        n_jobs = count * spec.n_seeds
+        if count == 0:
+            texts = "; ".join(f"'{c.text}' ({c.source})" for c in spec.constraints)
+            raise SweepError(
+                [ConfigIssue("constraints", f"the constraints drop all {scan.candidates} points: {texts}")]
+            )
+        if spec.method == "grid" and spec.budget is not None and n_jobs > spec.budget:
+            raise SweepError(
+                [
+                    ConfigIssue(
+                        "budget",
+                        f"{spec.source}: budget: the grid has {n_jobs} jobs ({count} points x {spec.n_seeds} "
+                        f"seeds), more than the budget of {spec.budget}",
+                    )
+                ]
+            )
+
     def plan(self, limit: int | None, pending: list[ConfigIssue]) -> Plan:
         spec = self.spec
         start = time.perf_counter()
         with quiet_skyrl():
             self.check(pending)
+            if limit is None:
+                self.check_size()
             scan = self.points(limit)
             if self.issues:
                 raise SweepError(self.issues)
             n_seeds = spec.n_seeds
+            if scan.count is not None:
+                self.check_count(scan)
+            # A run's plan (every job) is streamed to disk; a preview's few jobs stay in memory.
+            sink: list[PlannedJob] | JobSpool = job_spool() if limit is None else []
+            jobs, bad = self.materialize(scan.points, limit, sink=sink, started=start)
+            if scan.count is None:  # streamed: counted as the points were taken
+                scan.count = self.points_taken
+                self.check_count(scan)
             n_jobs = scan.count * n_seeds
-            if scan.count == 0:
-                texts = "; ".join(f"'{c.text}' ({c.source})" for c in spec.constraints)
-                raise SweepError(
-                    [ConfigIssue("constraints", f"the constraints drop all {scan.candidates} points: {texts}")]
-                )
-            if spec.method == "grid" and spec.budget is not None and n_jobs > spec.budget:
-                raise SweepError(
-                    [
-                        ConfigIssue(
-                            "budget",
-                            f"{spec.source}: budget: the grid has {n_jobs} jobs ({scan.count} points x {n_seeds} "
-                            f"seeds), more than the budget of {spec.budget}",
-                        )
-                    ]
-                )
-            jobs, bad = self.materialize(scan.points, limit)
             if bad:
-                n_bad = len({i.key for i in bad})
-                raise SweepError(bad, where=f"{n_bad} of {self.attempted} jobs are invalid")
+                n_bad = self.bad_jobs
+                shown = f" (the first {_MAX_BAD_JOBS_SHOWN} shown)" if n_bad > _MAX_BAD_JOBS_SHOWN else ""
+                raise SweepError(bad, where=f"{n_bad} of {self.attempted} jobs are invalid{shown}")
             complete = len(jobs) == n_jobs and spec.method != "optuna"  # Optuna's trials come later
             node_h, gpu_h = _sum_cost(j.resources for j in jobs) if complete else (scan.node_hours, scan.gpu_hours)
-        if self.duplicates:
-            first_dup = self.duplicates[0]
+        if self.duplicates and self.first_duplicate is not None:
+            first_dup = self.first_duplicate
             self.notes.append(
-                f"{len(self.duplicates)} job(s) repeat the config of an earlier job (job {first_dup[0]} = job "
+                f"{self.duplicates} job(s) repeat the config of an earlier job (job {first_dup[0]} = job "
                 f"{first_dup[1]}): duplicated values?"
             )
         if self.composer.stats["exact"]:
@@ -404,7 +513,8 @@ class _Planner:
             gpu_hours=gpu_h,
             plan_seconds=time.perf_counter() - start,
         )
-        return Plan(spec, list(self.base_overrides), jobs, totals, complete, self.notes)
+        shapes = list(self.resource_shapes.values())
+        return Plan(spec, list(self.base_overrides), jobs, totals, complete, self.notes, shapes)
 
     def points(self, limit: int | None) -> _Scan:
         """The points to materialize (all of them, or enough for `limit` jobs), how many
@@ -427,8 +537,9 @@ class _Planner:
                 )
             return self.scan(samples.points, need, samples.draws, check=False)
         size = self.space.grid_size
-        if limit is None:
-            return self.scan(self.space.grid(), None, size, cost=False)
+        if limit is None:  # a run: the points are decoded and checked as they are taken
+            accepted = (p for p in self.space.grid() if self.accepts(p))
+            return _Scan(accepted, size, None)
         const = self.constant_cost() if not spec.constraints else None
         if const is not None:  # nothing to scan: every point is in, every job costs the same
             kept = list(itertools.islice(self.space.grid(), need))
@@ -475,21 +586,37 @@ class _Planner:
         return _Scan(kept, candidates, count, node_h, gpu_h)
 
     def materialize(
-        self, points: Iterable[Point], limit: int | None, first_index: int = 0, first_point: int = 0
-    ) -> tuple[list[PlannedJob], list[ConfigIssue]]:
+        self,
+        points: Iterable[Point],
+        limit: int | None,
+        first_index: int = 0,
+        first_point: int = 0,
+        sink: list[PlannedJob] | JobSpool | None = None,
+        started: float | None = None,
+    ) -> tuple[Sequence[PlannedJob], list[ConfigIssue]]:
         """Compose and validate the jobs of `points` (at most `limit`), numbered from
-        `first_index` (jobs) and `first_point` (points); the jobs and the problems."""
+        `first_index` (jobs) and `first_point` (points), into `sink` (default: a new list);
+        the jobs and the problems (those of the first _MAX_BAD_JOBS_SHOWN bad jobs)."""
         spec = self.spec
-        jobs: list[PlannedJob] = []
+        jobs: list[PlannedJob] | JobSpool = [] if sink is None else sink
         bad: list[ConfigIssue] = []
-        seen: dict[str, int] = {}
+        self.bad_jobs = 0
+        seen: set[str] = set()
         index = first_index
         if limit is not None:
             limit += first_index
         seeds: Sequence[int | None] = spec.seeds if spec.seeds else [None]
+        total = self.space.grid_size * spec.n_seeds if spec.method == "grid" else (spec.budget or 0)
+        started = time.perf_counter() if started is None else started
+        reported = time.perf_counter()
+        self.points_taken = 0
         for point_index, point in enumerate(points, start=first_point):
             if limit is not None and index >= limit:
                 break
+            self.points_taken += 1
+            if self.progress is not None and index % 256 == 0 and time.perf_counter() - reported > PROGRESS_EVERY_S:
+                reported = time.perf_counter()
+                self.progress(index - first_index, total, reported - started)
             groups, settings = self.split(point)
             base = self.base_of(groups)
             point_id = None
@@ -505,20 +632,27 @@ class _Planner:
                     continue
                 config = self.composer.job(base, job_settings, overrides, validate=self.validate)
                 if config.issues or config.plain is None:
-                    where = f"job {index} [{' '.join(swept)}]"
-                    bad += [ConfigIssue(where, f"{where}: {i.message}") for i in config.issues]
+                    self.bad_jobs += 1
+                    if self.bad_jobs <= _MAX_BAD_JOBS_SHOWN:
+                        where = f"job {index} [{' '.join(swept)}]"
+                        bad += [ConfigIssue(where, f"{where}: {i.message}") for i in config.issues]
                     index += 1
                     continue
-                job = self.planned(index, point_index, point, overrides, seed, config, point_id)
+                job = self.planned(index, point_index, point, overrides, seed, config, point_id, base)
                 point_id = job.point_id
                 if job.config_hash in seen:
-                    self.duplicates.append((index, seen[job.config_hash]))
-                seen.setdefault(job.config_hash, index)
+                    self.duplicates += 1
+                    if self.first_duplicate is None:
+                        self.first_duplicate = (index, next(j.index for j in jobs if j.config_hash == job.config_hash))
+                seen.add(job.config_hash)
+                self.resource_shapes.setdefault(json.dumps(job.resources, sort_keys=True), job.resources)
                 for note in config.notes:
                     if note not in self.notes:
                         self.notes.append(note)
                 jobs.append(job)
                 index += 1
+        if self.progress is not None and time.perf_counter() - started > PROGRESS_EVERY_S:
+            self.progress(index - first_index, total, time.perf_counter() - started)
         if self.issues:  # bases that did not compose
             bad = self.issues + bad
         return jobs, bad
@@ -532,11 +666,15 @@ class _Planner:
         seed: int | None,
         config: JobConfig,
         point_id: str | None,
+        base: Base | None = None,
     ) -> PlannedJob:
         plain = config.plain
         assert plain is not None
+        canonical = base.canonical if base is not None and not config.exact_path else None
+        scratch: dict[int, Any] = {}  # the job's and its point's configs share most of their dicts
+        chash = config_hash(plain, canonical=canonical, scratch=scratch)
         if point_id is None:
-            point_id = config_hash(_strip_seed(plain, self.spec.seed_key))
+            point_id = config_hash(_strip_seed(plain, self.spec.seed_key), canonical=canonical, scratch=scratch)
         if seed is None:
             try:
                 seed = plain_get(plain, self.spec.seed_key)
@@ -550,7 +688,7 @@ class _Planner:
             point_id=point_id,
             point_index=point_index,
             seed=seed,
-            config_hash=config_hash(plain),
+            config_hash=chash,
             resources=dict(resources) if isinstance(resources, dict) else {},
         )
 

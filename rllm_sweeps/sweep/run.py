@@ -25,7 +25,7 @@ from omegaconf import DictConfig
 from launchers.base import Launcher
 from rllm_sweeps.config.validate import ConfigError
 from rllm_sweeps.results import MANIFEST_FILE, write_json_atomic
-from rllm_sweeps.sweep.plan import Plan, plan_sweep
+from rllm_sweeps.sweep.plan import MAX_JOBS, Plan, plan_sweep
 from rllm_sweeps.sweep.runner import FINAL_STATES, JobSource, StaticSource, SweepRunner, is_hydra_override
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
@@ -40,6 +40,7 @@ class SweepOptions:
     max_retries: int = 2  # per job, after an infrastructure failure
     progress_every_s: float = 10.0
     sweep_file: str | None = None  # a sweep file by path (hydra.sweeper.sweep_file)
+    max_jobs: int = MAX_JOBS  # a run of more jobs is refused (hydra.sweeper.max_jobs)
 
 
 def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions, config_loader: Any = None) -> None:
@@ -54,7 +55,7 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
             print(plan_sweep(arguments, limit=options.rows, validate=False, **plan_args).render(rows=options.rows))
             plan = plan_sweep(arguments, limit=options.rows, **plan_args)
         else:
-            plan = plan_sweep(arguments, **plan_args)
+            plan = plan_sweep(arguments, max_jobs=options.max_jobs, progress=print_planning, **plan_args)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -69,8 +70,7 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         return
     launcher = make_launcher(hydra_cfg)
     # Everything the scheduler would refuse, for every job shape, before any job is queued.
-    shapes = {json.dumps(job.resources, sort_keys=True): job.resources for job in plan.jobs}
-    problems = launcher.preflight(list(shapes.values()))
+    problems = launcher.preflight(plan.resource_shapes)
     if problems:
         print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
         print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
@@ -107,6 +107,11 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
     if failed:
         print(f"{len(failed)} of {len(results)} jobs did not complete: {failed}", file=sys.stderr)
         raise SystemExit(1)
+
+
+def print_planning(done: int, total: int, seconds: float) -> None:
+    """Progress of a long planning (a large grid): every job is composed and validated first."""
+    print(f"[plan] {done:,} of {total:,} jobs composed and validated ({seconds:.0f} s)", flush=True)
 
 
 def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
