@@ -11,6 +11,7 @@ from typing import IO
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.layout import JobPaths
 
 _PR_SET_PDEATHSIG = 1
 
@@ -51,7 +52,7 @@ class LocalLauncher(Launcher):
 
     def submit(self, request: LaunchRequest) -> LocalHandle:
         request.job_dir.mkdir(parents=True, exist_ok=True)
-        log = (request.job_dir / "job.log").open("ab")
+        log = JobPaths(request.job_dir).log.open("ab")
         process = subprocess.Popen(
             request.argv,
             stdout=log,

@@ -32,6 +32,7 @@ from launchers.slurm_settings import SlurmSettings
 from launchers.slurm_states import REQUEUE_MAY_FOLLOW, JobWatch, base_state, classify_end, is_live
 from launchers.slurm_task import TrainCommand
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.layout import JobPaths
 
 
 def record_submission(request: LaunchRequest, job: submitit.Job) -> None:
@@ -72,7 +73,7 @@ class SlurmLauncher(Launcher):
         res = request.resources
         s = self.settings
         executor = submitit.AutoExecutor(
-            folder=folder or request.job_dir / "slurm", cluster="slurm", slurm_max_num_timeout=s.max_requeues
+            folder=folder or JobPaths(request.job_dir).slurm, cluster="slurm", slurm_max_num_timeout=s.max_requeues
         )
         extra = {k: v for k, v in (("account", s.account), ("qos", s.qos), ("constraint", s.constraint)) if v}
         if after:
@@ -141,7 +142,7 @@ class SlurmLauncher(Launcher):
 
     def command(self, request: LaunchRequest) -> TrainCommand:
         request.job_dir.mkdir(parents=True, exist_ok=True)
-        return TrainCommand(request.argv, {**self.settings.env, **request.env}, request.job_dir / "job.log")
+        return TrainCommand(request.argv, {**self.settings.env, **request.env}, JobPaths(request.job_dir).log)
 
     def submit(self, request: LaunchRequest) -> submitit.Job:
         command = self.command(request)
@@ -163,8 +164,8 @@ class SlurmLauncher(Launcher):
         jobs: dict[int, submitit.Job] = {}
         previous: str | None = None
         for chunk in chunks:
-            folder = chunk[0].job_dir.parent.parent / "slurm"  # the sweep directory's: one per array
-            executor = self.executor(chunk[0], folder=folder, name=f"rllm-{folder.parent.name}", after=previous)
+            sweep = JobPaths(chunk[0].job_dir).sweep  # one folder for the sweep's arrays
+            executor = self.executor(chunk[0], folder=sweep.slurm, name=f"rllm-{sweep.root.name}", after=previous)
             executor.update_parameters(slurm_array_parallelism=parallel)
             commands = [self.command(r) for r in chunk]
             self.pace()
@@ -228,7 +229,7 @@ class SlurmLauncher(Launcher):
         found: dict[Path, list[submitit.Job]] = {}
         for job_dir in job_dirs:
             for sub in attempts.submissions(job_dir):
-                folder = Path(sub.folder) if sub.folder else job_dir / "slurm"
+                folder = Path(sub.folder) if sub.folder else JobPaths(job_dir).slurm
                 found.setdefault(job_dir, []).append(submitit.SlurmJob(folder=folder, job_id=sub.scheduler_id))
         if not found:
             return {}

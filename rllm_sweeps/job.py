@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from rllm_sweeps.cachedir import cache_dir
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.records.attempts import AttemptFence, read_attempts
+from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.results import (
     COMPLETED,
     DEFAULT_METRIC,
@@ -41,9 +42,6 @@ from rllm_sweeps.results import (
     judged_metrics,
 )
 
-CONFIG_FILE = "config.yaml"
-CHECKPOINT_DIR = "checkpoints"
-LOCK_FILE = ".lock"
 EXIT_PREEMPTED = 143  # 128 + SIGTERM, what a scheduler expects from a job it stopped
 VERSIONED_PACKAGES = ("rllm-sweeps", "skyrl", "jax", "ray", "hydra-core", "optuna", "submitit", "torch")
 
@@ -139,7 +137,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         resume_from = find_resume_point(cfg, job_dir, chash, previous)
         if resume_from is not None and previous is not None:
             result.restarts = previous.restarts + 1
-        (job_dir / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        JobPaths(job_dir).config.write_text(OmegaConf.to_yaml(cfg, resolve=True))
         result.write(job_dir)
         where = f" (resuming from {resume_from.name})" if resume_from else ""
         print(f"job {chash} in {job_dir}{where}", flush=True)
@@ -208,8 +206,8 @@ def _train(
             backend,
             task,
             tokenizer,
-            job_dir / "work",
-            checkpoint_dir=job_dir / CHECKPOINT_DIR,
+            JobPaths(job_dir).work,
+            checkpoint_dir=JobPaths(job_dir).checkpoints,
             engine=traits(str(cfg.skyrl.engine)),
             workflow=workflow.build(task),
         )
@@ -253,7 +251,7 @@ def _train(
             stop.in_training = False
             # A superseded attempt saves nothing: the job's new attempt owns the checkpoints.
             if should_stop() and first_step < trainer.state.step < trainer.total_steps and fence.current():
-                trainer.save_checkpoint(job_dir / CHECKPOINT_DIR / f"step_{trainer.state.step}")
+                trainer.save_checkpoint(JobPaths(job_dir).checkpoints / f"step_{trainer.state.step}")
         finally:
             stop.in_training = False
             metrics_log.close()
@@ -351,7 +349,8 @@ def failure_kind(err: BaseException) -> str:
 def hold_job_dir(job_dir: Path, wait_s: float = 300) -> IO[str]:
     """An exclusive lock on the job directory, held until the process exits: never two
     attempts of one job writing at once. Waits up to `wait_s` for an earlier holder."""
-    lock = (job_dir / LOCK_FILE).open("a+")
+    lock_path = JobPaths(job_dir).lock
+    lock = lock_path.open("a+")
     deadline = time.monotonic() + wait_s
     waited = False
     while True:
@@ -360,9 +359,7 @@ def hold_job_dir(job_dir: Path, wait_s: float = 300) -> IO[str]:
             break
         except BlockingIOError:
             if time.monotonic() > deadline:
-                raise JobLost(
-                    f"an earlier attempt of this job still holds {job_dir / LOCK_FILE} after {wait_s:.0f}s"
-                ) from None
+                raise JobLost(f"an earlier attempt of this job still holds {lock_path} after {wait_s:.0f}s") from None
             if not waited:
                 print("waiting for an earlier attempt of this job to stop", file=sys.stderr, flush=True)
                 waited = True
@@ -404,7 +401,7 @@ def find_resume_point(cfg: DictConfig, job_dir: Path, chash: str, previous: JobR
     """The checkpoint to resume from (trainer.resume_mode=auto), or None to start fresh."""
     from rllm_sweeps.training.loop import latest_checkpoint
 
-    ckpt = latest_checkpoint(job_dir / CHECKPOINT_DIR)
+    ckpt = latest_checkpoint(JobPaths(job_dir).checkpoints)
     if ckpt is None or cfg.trainer.resume_mode == "disable":
         return None
     if previous is not None and previous.config_hash != chash:

@@ -15,12 +15,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
-RESULT_FILE = "result.json"
-METRICS_FILE = "metrics.jsonl"
-# A sweep directory: SWEEP_DIR/{manifest.json, plan.json, jobs/<index>-<hash>/, slurm/}.
-MANIFEST_FILE = "manifest.json"
-PLAN_FILE = "plan.json"
-JOBS_DIR = "jobs"
+from rllm_sweeps.records.layout import JobPaths
+
 SCHEMA_VERSION = 1
 # What a job's `final` holds: the validation metrics the loop reports (a sweep's metric is one of them).
 VALIDATION_METRICS = ("val_reward_mean", "val_reward_std", "val_response_length_mean", "val_num_samples")
@@ -62,12 +58,12 @@ class JobResult:
     schema_version: int = SCHEMA_VERSION
 
     def write(self, job_dir: Path) -> Path:
-        return write_json_atomic(Path(job_dir) / RESULT_FILE, asdict(self))
+        return write_json_atomic(JobPaths(Path(job_dir)).result, asdict(self))
 
     @classmethod
     def read(cls, job_dir: Path) -> JobResult | None:
         """The job's result, or None if it has none (never started, or died before writing)."""
-        path = Path(job_dir) / RESULT_FILE
+        path = JobPaths(Path(job_dir)).result
         try:
             data = json.loads(path.read_text())
         except (FileNotFoundError, json.JSONDecodeError):
@@ -146,7 +142,7 @@ class MetricsLog:
     """
 
     def __init__(self, job_dir: Path, resume_from_step: int | None = None) -> None:
-        self.path = Path(job_dir) / METRICS_FILE
+        self.path = JobPaths(Path(job_dir)).metrics
         if resume_from_step is None:
             self.path.write_text("")
         else:
@@ -163,7 +159,7 @@ class MetricsLog:
 
 
 def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
-    path = Path(job_dir) / METRICS_FILE
+    path = JobPaths(Path(job_dir)).metrics
     if not path.exists():
         return []
     records = []

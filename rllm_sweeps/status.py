@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from rllm_sweeps.records import attempts
-from rllm_sweeps.results import DEFAULT_METRIC, JOBS_DIR, PLAN_FILE, JobResult, read_metrics
+from rllm_sweeps.records.layout import PLAN_FILE, SweepPaths
+from rllm_sweeps.results import DEFAULT_METRIC, JobResult, read_metrics
 
 
 def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:
@@ -37,7 +38,7 @@ def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:
 
 
 def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
-    job_dirs = sorted(p for p in (sweep_dir / JOBS_DIR).glob("*") if p.is_dir())
+    job_dirs = SweepPaths(sweep_dir).job_dirs()
     ids = {d: attempts.latest_scheduler_id(d) for d in job_dirs}
     slurm = sacct_states([i for i in ids.values() if i])
     rows = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.results import JobResult, best_values, judged_metrics
 
 
@@ -23,7 +24,7 @@ def test_total_time_counts_every_attempt_not_only_the_last(tmp_path):
         {"event": "end", "time": 130.0, "scheduler_id": "7", "generation": 1},
         {"event": "start", "time": 200.0, "scheduler_id": "8", "generation": 2},
     ]
-    (tmp_path / attempts.ATTEMPTS_FILE).write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"cut')
+    JobPaths(tmp_path).attempts.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"cut')
     runs = attempts.read_attempts(tmp_path)  # a line cut short by a crash is skipped
     assert attempts.total_time_s(runs, last_end=250.0) == 30.0 + 50.0
 

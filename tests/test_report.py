@@ -417,6 +417,7 @@ def test_a_minimizing_sweeps_best_comes_from_the_validation_history_by_its_goal(
 
 def test_a_jobs_time_covers_every_attempt_not_only_the_last(tmp_path):
     from rllm_sweeps.records import attempts
+    from rllm_sweeps.records.layout import JobPaths
 
     plan = plan_dict([{"trainer.lr": 1e-3}], seeds=None)
     sweep = make_sweep(tmp_path, plan)
@@ -424,9 +425,9 @@ def test_a_jobs_time_covers_every_attempt_not_only_the_last(tmp_path):
     events = [("start", 1000.0, "7"), ("end", 1100.0, "7"), ("start", 1970.0, "8"), ("end", 2030.0, "8")]
     for event, at, sid in events:
         attempts.append_event(job_dir, event, scheduler_id=sid, generation=1)
-        lines = (job_dir / attempts.ATTEMPTS_FILE).read_text().splitlines()
+        lines = JobPaths(job_dir).attempts.read_text().splitlines()
         last = json.loads(lines[-1]) | {"time": at}
-        (job_dir / attempts.ATTEMPTS_FILE).write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+        JobPaths(job_dir).attempts.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
     report = build_report(sweep)
     assert report.jobs[0].wall_time_s == 100.0 + 60.0  # both attempts, not the last one's 30 s
     assert report.jobs[0].attempts == 2

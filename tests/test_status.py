@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rllm_sweeps.records import attempts
+from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.results import COMPLETED, JobResult
 from rllm_sweeps.status import status_rows
 
@@ -16,7 +16,7 @@ def test_elapsed_covers_every_attempt_and_attempts_are_counted(tmp_path):
     JobResult(status=COMPLETED, config_hash="abcdef12", started_at=1970.0, ended_at=2030.0, restarts=1).write(job_dir)
     events = [("start", 1000.0, "local-1"), ("end", 1100.0, "local-1"), ("start", 1970.0, "local-2")]
     lines = [json.dumps({"event": e, "time": t, "scheduler_id": s, "generation": 1}) for e, t, s in events]
-    (job_dir / attempts.ATTEMPTS_FILE).write_text("\n".join(lines) + "\n")  # the last end was never seen
+    JobPaths(job_dir).attempts.write_text("\n".join(lines) + "\n")  # the last end was never seen
     (row,) = status_rows(tmp_path)
     assert row["elapsed"] == "160s"  # 100 s + 60 s (to the result's end), not the last attempt's 60 s
     assert row["attempts"] == "2" and row["restarts"] == "1"

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ATTEMPTS_FILE = "attempts.jsonl"
-GENERATION_FILE = "generation"
+from rllm_sweeps.records.layout import JobPaths
+
 GENERATION_ENV = "RLLM_SWEEPS_GENERATION"  # the generation a job process was launched as
 
 
@@ -39,7 +39,7 @@ def append_event(job_dir: Path, event: str, **fields: Any) -> None:
     record = {"event": event, "time": time.time(), **{k: v for k, v in fields.items() if v is not None}}
     line = (json.dumps(record, sort_keys=True) + "\n").encode()
     Path(job_dir).mkdir(parents=True, exist_ok=True)
-    fd = os.open(Path(job_dir) / ATTEMPTS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    fd = os.open(JobPaths(Path(job_dir)).attempts, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     try:
         os.write(fd, line)
     finally:
@@ -48,7 +48,7 @@ def append_event(job_dir: Path, event: str, **fields: Any) -> None:
 
 def read_events(job_dir: Path) -> list[dict[str, Any]]:
     try:
-        text = (Path(job_dir) / ATTEMPTS_FILE).read_text()
+        text = JobPaths(Path(job_dir)).attempts.read_text()
     except FileNotFoundError:
         return []
     events = []
@@ -174,7 +174,8 @@ def launched_generation() -> int:
 def _locked(job_dir: Path) -> Iterator[None]:
     """The generation file's lock: the sweeper's raise and an attempt's check-then-write exclude each other."""
     Path(job_dir).mkdir(parents=True, exist_ok=True)
-    with open(Path(job_dir) / f".{GENERATION_FILE}.lock", "a+") as lock:
+    paths = JobPaths(Path(job_dir))
+    with open(paths.generation.with_name(f".{paths.generation.name}.lock"), "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -184,7 +185,7 @@ def _locked(job_dir: Path) -> Iterator[None]:
 
 def current_generation(job_dir: Path) -> int:
     try:
-        return int((Path(job_dir) / GENERATION_FILE).read_text().strip() or 0)
+        return int(JobPaths(Path(job_dir)).generation.read_text().strip() or 0)
     except (FileNotFoundError, ValueError):
         return 0
 
@@ -193,7 +194,7 @@ def raise_generation(job_dir: Path) -> int:
     """The sweeper gives up on the job's current attempt: from now on only the next one may write."""
     with _locked(job_dir):
         new = current_generation(job_dir) + 1
-        (Path(job_dir) / GENERATION_FILE).write_text(f"{new}\n")
+        JobPaths(Path(job_dir)).generation.write_text(f"{new}\n")
     return new
 
 

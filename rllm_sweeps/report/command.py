@@ -12,9 +12,10 @@ import argparse
 import os
 import sys
 
+from rllm_sweeps.records.layout import REPORT_DIR
 from rllm_sweeps.report.model import build_report
 from rllm_sweeps.report.render import MAX_ROWS, render
-from rllm_sweeps.report.sweepdir import REPORT_DIR, ReportError
+from rllm_sweeps.report.sweepdir import ReportError
 from rllm_sweeps.report.write import write_report
 
 FORMATS = ("table", "csv", "markdown")

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.layout import REPORT_DIR
 from rllm_sweeps.report.model import Aggregate, Report
 from rllm_sweeps.report.study import study_lines
-from rllm_sweeps.report.sweepdir import REPORT_DIR
 
 MAX_ROWS = 50  # terminal rows per table before "... N more"
 MAX_CELL = 24  # terminal width of a parameter cell

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.results import COMPLETED, JOBS_DIR, MANIFEST_FILE, PLAN_FILE, PRUNED, RESULT_FILE, JobResult
-
-REPORT_DIR = "report"  # what `rllm-sweeps report` writes: jobs.csv, points.csv, report.md, *.png
+from rllm_sweeps.records.layout import JOBS_DIR, MANIFEST_FILE, PLAN_FILE, RESULT_FILE, JobPaths
+from rllm_sweeps.results import COMPLETED, PRUNED, JobResult
 
 
 class ReportError(Exception):
@@ -46,15 +45,15 @@ class SweepDir:
         No directory: (None, None), the job never started."""
         matches = [(d, r) for d, r in self.results.items() if r.config_hash == config_hash]
         if matches:
-            prefix = f"{index:04d}-"
+            prefix = JobPaths.index_prefix(index)
             return max(
                 matches,
                 key=lambda m: (m[1].status in (COMPLETED, PRUNED), m[0].name.startswith(prefix), m[1].started_at or 0),
             )
-        short = config_hash[:8]
-        if short and self.jobs_dir.is_dir():
-            bare = sorted(d for d in self.jobs_dir.glob(f"*-{short}") if d.is_dir() and d not in self.results)
-            named = [d for d in bare if d.name.startswith(f"{index:04d}-")]
+        if config_hash and self.jobs_dir.is_dir():
+            suffix = JobPaths.hash_suffix(config_hash)
+            bare = sorted(d for d in self.jobs_dir.glob(f"*{suffix}") if d.is_dir() and d not in self.results)
+            named = [d for d in bare if d.name.startswith(JobPaths.index_prefix(index))]
             if named or bare:
                 return (named or bare)[0], None
         return None, None

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from rllm_sweeps.config.validate import ConfigIssue
-from rllm_sweeps.results import COMPLETED, PLAN_FILE, PRUNED, JobResult
+from rllm_sweeps.records.layout import PLAN_FILE, SweepPaths
+from rllm_sweeps.results import COMPLETED, PRUNED, JobResult
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
 from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler
 from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals, TrialPlanner
@@ -45,7 +46,6 @@ from rllm_sweeps.sweep.runner import JobSource, JobToRun, job_dir_for
 from rllm_sweeps.sweep.space import SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec
 
-LOCK_FILE = "sweeper.lock"
 INFEASIBLE = "infeasible"  # trial user attribute: the constraints its point breaks (it never ran)
 FAILED_BECAUSE = "failed_because"  # trial user attribute: why the sweeper failed the trial
 MAX_ASKS_PER_CALL = 100  # infeasible or invalid points skipped before next_jobs gives up for now
@@ -80,7 +80,7 @@ class OptunaSource(JobSource):
         self.base_overrides = list(base_overrides)
         self.sweep_dir = Path(sweep_dir)
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
-        self._lock = _lock(self.sweep_dir / LOCK_FILE)
+        self._lock = _lock(SweepPaths(self.sweep_dir).sweeper_lock)
         self.planner = TrialPlanner(spec, base_overrides)
         self.space = SearchSpace(spec)
         self.distributions = self.space.distributions()
@@ -379,4 +379,4 @@ def _lock(path: Path) -> IO[str]:
     return handle
 
 
-__all__ = ["FAILED_BECAUSE", "INFEASIBLE", "LOCK_FILE", "OptunaSource", "SweeperBusy"]
+__all__ = ["FAILED_BECAUSE", "INFEASIBLE", "OptunaSource", "SweeperBusy"]

@@ -35,7 +35,7 @@ from rllm_sweeps.config.overrides import did_you_mean
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.keymap import KEY_MAPPINGS
-from rllm_sweeps.results import PLAN_FILE
+from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
 from rllm_sweeps.sweep.jobconfig import Base, JobComposer, JobConfig, Setting, plain_get, related, value_is_plain
 from rllm_sweeps.sweep.space import Point, SearchSpace

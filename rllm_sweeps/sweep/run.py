@@ -24,7 +24,8 @@ from omegaconf import DictConfig
 
 from launchers.base import Launcher
 from rllm_sweeps.config.validate import ConfigError
-from rllm_sweeps.results import MANIFEST_FILE, write_json_atomic
+from rllm_sweeps.records.layout import MANIFEST_FILE
+from rllm_sweeps.results import write_json_atomic
 from rllm_sweeps.sweep.plan import MAX_JOBS, Plan, plan_sweep
 from rllm_sweeps.sweep.runner import FINAL_STATES, JobSource, StaticSource, SweepRunner, is_hydra_override
 

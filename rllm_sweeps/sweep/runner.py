@@ -23,14 +23,13 @@ from typing import Any
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.layout import JobPaths, SweepPaths
 from rllm_sweeps.results import (
     COMPLETED,
     FAILED,
-    JOBS_DIR,
     METRICS_ENV,
     PREEMPTED,
     PRUNED,
-    RESULT_FILE,
     RUNNING,
     JobResult,
     metrics_env,
@@ -100,18 +99,18 @@ class JobSource(abc.ABC):
 
 
 def job_dir_for(sweep_dir: Path, job: PlannedJob) -> Path:
-    return sweep_dir / JOBS_DIR / f"{job.index:04d}-{job.config_hash[:8]}"
+    return SweepPaths(sweep_dir).job(job.index, job.config_hash).root
 
 
 def existing_jobs(sweep_dir: Path) -> dict[str, tuple[Path, JobResult]]:
     """Job directories of a sweep by config hash (a completed one wins over others)."""
     found: dict[str, tuple[Path, JobResult]] = {}
-    for path in sorted((sweep_dir / JOBS_DIR).glob(f"*/{RESULT_FILE}")):
-        result = JobResult.read(path.parent)
+    for job_dir in SweepPaths(sweep_dir).job_dirs():
+        result = JobResult.read(job_dir)
         if result is None:
             continue
         if result.config_hash not in found or result.status in FINAL_STATES:
-            found[result.config_hash] = (path.parent, result)
+            found[result.config_hash] = (job_dir, result)
     return found
 
 
@@ -250,9 +249,7 @@ class SweepRunner:
     def reattach(self) -> None:
         """Jobs an earlier sweeper of this sweep left live with the scheduler (it was killed): polled
         again rather than submitted twice; those the source has no use for are cancelled."""
-        candidates = [
-            d for d in sorted((self.sweep_dir / JOBS_DIR).glob("*")) if d.is_dir() and not _is_final(JobResult.read(d))
-        ]
+        candidates = [d for d in SweepPaths(self.sweep_dir).job_dirs() if not _is_final(JobResult.read(d))]
         for job_dir, handle in self.launcher.reattach(candidates).items():
             run = self.source.claim(job_dir)
             if run is None:
@@ -325,7 +322,7 @@ class SweepRunner:
     def record_crash(self, run: JobToRun, status: JobStatus) -> JobResult:
         """A job that died without a result (killed, or failed before writing one): the scheduler's
         reason and log, and the job's own log, in `error`."""
-        log = run.job_dir / "job.log"
+        log = JobPaths(run.job_dir).log
         tail = log.read_text(errors="replace")[-4000:] if log.exists() else ""
         result = JobResult.read(run.job_dir) or JobResult(status=FAILED, config_hash=run.job.config_hash)
         where = "\n".join(

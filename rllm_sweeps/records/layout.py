@@ -1,0 +1,137 @@
+"""Where a sweep's and a job's files are: one definition for writers and readers alike (as
+submitit's `JobPaths`). Standard library only: reading a sweep directory must stay fast.
+
+    SWEEP_DIR/                          SweepPaths
+      manifest.json, plan.json          the command and sweep id; the plan (sweep/plan.py)
+      sweeper.lock                      held by the live sweeper of an Optuna search
+      slurm/                            submitit's files of the sweep's SLURM arrays
+      report/                           what `rllm-sweeps report` writes
+      jobs/<index:04d>-<hash[:8]>/      JobPaths: one job
+        config.yaml, result.json, metrics.jsonl, job.log, attempts.jsonl, generation,
+        ray.json, checkpoints/, work/, slurm/ (submitit's files of a job submitted alone), .lock
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+RESULT_FILE = "result.json"
+METRICS_FILE = "metrics.jsonl"
+MANIFEST_FILE = "manifest.json"
+PLAN_FILE = "plan.json"
+JOBS_DIR = "jobs"
+REPORT_DIR = "report"
+SLURM_DIR = "slurm"
+ATTEMPTS_FILE = "attempts.jsonl"
+GENERATION_FILE = "generation"
+
+
+@dataclass(frozen=True)
+class JobPaths:
+    """Every path of one job's directory."""
+
+    root: Path
+
+    @staticmethod
+    def name(index: int, config_hash: str) -> str:
+        """A planned job's directory name: its plan index and the start of its config hash."""
+        return f"{index:04d}-{config_hash[:8]}"
+
+    @staticmethod
+    def index_prefix(index: int) -> str:
+        """What the name of plan index `index`'s directory starts with."""
+        return f"{index:04d}-"
+
+    @staticmethod
+    def hash_suffix(config_hash: str) -> str:
+        """What the name of a directory of this config ends with."""
+        return f"-{config_hash[:8]}"
+
+    @property
+    def result(self) -> Path:
+        return self.root / RESULT_FILE
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / METRICS_FILE
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def log(self) -> Path:
+        """The job process's stdout and stderr (train.py's output)."""
+        return self.root / "job.log"
+
+    @property
+    def attempts(self) -> Path:
+        return self.root / ATTEMPTS_FILE
+
+    @property
+    def generation(self) -> Path:
+        return self.root / GENERATION_FILE
+
+    @property
+    def lock(self) -> Path:
+        """Held by the one process that works in the directory."""
+        return self.root / ".lock"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def work(self) -> Path:
+        """The backend's scratch space (sampler checkpoints)."""
+        return self.root / "work"
+
+    @property
+    def slurm(self) -> Path:
+        """submitit's folder for a job submitted on its own (not in an array)."""
+        return self.root / SLURM_DIR
+
+    @property
+    def sweep(self) -> SweepPaths:
+        """The sweep the job belongs to (a job of a sweep lives in SWEEP_DIR/jobs/)."""
+        return SweepPaths(self.root.parent.parent)
+
+
+@dataclass(frozen=True)
+class SweepPaths:
+    """Every path of one sweep's directory."""
+
+    root: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / MANIFEST_FILE
+
+    @property
+    def plan(self) -> Path:
+        return self.root / PLAN_FILE
+
+    @property
+    def jobs(self) -> Path:
+        return self.root / JOBS_DIR
+
+    @property
+    def slurm(self) -> Path:
+        """submitit's folder for the sweep's arrays."""
+        return self.root / SLURM_DIR
+
+    @property
+    def report(self) -> Path:
+        return self.root / REPORT_DIR
+
+    @property
+    def sweeper_lock(self) -> Path:
+        return self.root / "sweeper.lock"
+
+    def job(self, index: int, config_hash: str) -> JobPaths:
+        return JobPaths(self.jobs / JobPaths.name(index, config_hash))
+
+    def job_dirs(self) -> list[Path]:
+        """Every job directory there is, in name (plan) order."""
+        return sorted(p for p in self.jobs.glob("*") if p.is_dir()) if self.jobs.is_dir() else []
