@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from rllm_sweeps.results import DEFAULT_METRIC
+
 
 class Tracker(Protocol):
     def log(self, metrics: dict[str, Any], step: int) -> None: ...
@@ -24,8 +26,8 @@ class ConsoleProgress:
         self.started = time.monotonic()
 
     def log(self, metrics: dict[str, Any], step: int) -> None:
-        if "val_reward_mean" in metrics:
-            line = f"[val]  step {step:>4}/{self.total_steps}  val_reward {metrics['val_reward_mean']:.3f}"
+        if DEFAULT_METRIC in metrics:
+            line = f"[val]  step {step:>4}/{self.total_steps}  val_reward {metrics[DEFAULT_METRIC]:.3f}"
         else:
             done = step - self.first_step
             per_step = (time.monotonic() - self.started) / max(done, 1)

@@ -85,7 +85,6 @@ def validate(cfg: DictConfig, explicit: Iterable[str] = ()) -> list[ConfigIssue]
 
 def _validate_plain(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[ConfigIssue]:
     from rllm_sweeps.engines import engine_issues
-
     from rllm_sweeps.workflows.base import workflow_problems
 
     issues = check_common(plain)

@@ -22,7 +22,17 @@ from typing import Any
 from rllm_sweeps.records.attempts import read_attempts, total_time_s
 from rllm_sweeps.report.study import StudySummary, read_study
 from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
-from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, PRUNED, RUNNING, JobResult, best_values, read_metrics
+from rllm_sweeps.results import (
+    COMPLETED,
+    DEFAULT_METRIC,
+    FAILED,
+    PREEMPTED,
+    PRUNED,
+    RUNNING,
+    JobResult,
+    best_values,
+    read_metrics,
+)
 
 # Planned jobs with no result.json: the directory is there (the job died before writing
 # one), or not (the job never started).
@@ -30,7 +40,6 @@ NO_RESULT = "no-result"
 NOT_STARTED = "not-started"
 STATUS_ORDER = (COMPLETED, PRUNED, RUNNING, PREEMPTED, FAILED, NO_RESULT, NOT_STARTED)
 
-DEFAULT_METRIC = "val_reward_mean"
 DEFAULT_SEED_KEY = "trainer.seed"  # = rllm_sweeps.sweep.spec.SEED_KEY
 
 

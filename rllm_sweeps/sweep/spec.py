@@ -40,7 +40,14 @@ from rllm_sweeps.config.overrides import config_groups
 from rllm_sweeps.config.rules import path_name
 from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue
-from rllm_sweeps.results import EPISODE_METRICS, VALIDATION_METRICS, canonical_metric, is_validation_metric
+from rllm_sweeps.results import (
+    DEFAULT_GOAL,
+    DEFAULT_METRIC,
+    EPISODE_METRICS,
+    VALIDATION_METRICS,
+    canonical_metric,
+    is_validation_metric,
+)
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
 from rllm_sweeps.sweep.optuna_settings import OptunaSettings, parse_optuna_settings
 from rllm_sweeps.sweep.values import format_value, parse_value
@@ -106,8 +113,8 @@ class SweepError(ConfigError):
 
 @dataclass(frozen=True)
 class Metric:
-    name: str = "val_reward_mean"
-    goal: str = "maximize"
+    name: str = DEFAULT_METRIC
+    goal: str = DEFAULT_GOAL
 
 
 @dataclass(frozen=True)
