@@ -99,22 +99,7 @@ class SlurmLauncher(Launcher):
         unknown partition, more GPUs than a node has, a time limit above the partition's."""
         problems = []
         for res in shapes:
-            args = ["sbatch", "--test-only", "--wrap", "true", "--nodes", str(int(res.get("nodes", 1)))]
-            args += [
-                "--cpus-per-task",
-                str(int(res.get("cpus_per_task", 1))),
-                "--time",
-                str(int(res.get("time_min", 60))),
-            ]
-            args += ["--mem", f"{int(float(res.get('mem_gb', 4)) * 1024)}M"]
-            if int(res.get("gpus_per_node", 0) or 0):
-                args += ["--gpus-per-node", str(int(res["gpus_per_node"]))]
-            for flag, value in (("--partition", self.settings.partition), ("--account", self.settings.account)):
-                if value:
-                    args += [flag, value]
-            for flag, value in (("--qos", self.settings.qos), ("--constraint", self.settings.constraint)):
-                if value:
-                    args += [flag, value]
+            args = ["sbatch", "--test-only", *self.sbatch_flags(res), "--wrap", "true"]
             shape = ", ".join(f"{k}={v}" for k, v in sorted(res.items()))
             proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
             if proc.returncode != 0:
@@ -129,6 +114,16 @@ class SlurmLauncher(Launcher):
                     f"the partition's time limit of {limit} minutes (partition={self.settings.partition})"
                 )
         return problems
+
+    def sbatch_flags(self, resources: dict[str, Any]) -> list[str]:
+        """The `#SBATCH` flags submitit writes for a job of these resources (one mapping of
+        resources to flags: the executor's, for the submission and its preflight alike)."""
+        probe = LaunchRequest(index=0, job_dir=Path("/nonexistent/jobs/preflight"), argv=[], resources=resources)
+        # submitit renders its batch script without writing anything (its folder is not created).
+        script = self.executor(probe)._executor._make_submission_file_text("true", "preflight")
+        skip = ("--output", "--error", "--open-mode", "--job-name", "--signal", "--wckey")
+        flags = [line.removeprefix("#SBATCH ").strip() for line in script.splitlines() if line.startswith("#SBATCH ")]
+        return [f for f in flags if not f.startswith(skip)]
 
     def partition_time_limit_min(self) -> int | None:
         """MaxTime of the partition jobs go to (the default one if none is set), in minutes."""
