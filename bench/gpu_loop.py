@@ -1,10 +1,18 @@
-"""The RL loop on one accelerator: steps/s, sampled and trained tokens/s, loop-overhead share.
+"""The RL loop on one accelerator: steps/s, sampled and trained tokens/s, phase shares, and
+forward_backward's achieved TFLOP/s.
 
 Same loop, same backend (SkyRL's JaxBackend) as every job; here without Hydra and Ray so it
 runs on a bare GPU image (see docs/BENCHMARKS.md for the device command). The model is
 `builtin:qwen3-0.5b-random` (about 0.45 B parameters, random init, built locally).
 
     python bench/gpu_loop.py [--model builtin:qwen3-0.5b-random] [--steps 12] [--round-trip] [KEY=VALUE ...]
+
+FLOPs of forward_backward, LoRA: 2*N per token forward and 2*N per token backward (the
+activation gradients through the frozen weights; the adapters' own gradients are
+negligible at rank 32), N = every parameter of the model (the input embedding's
+lookup costs no multiply, but at a 320-token vocabulary it is 0.07% of N). Tokens are
+those of the trained sequences (prompt + response, no padding): the achieved rate counts
+useful work only, so padding and recompilation show up as a lower figure.
 """
 
 from __future__ import annotations
@@ -52,7 +60,9 @@ def main() -> None:
     parser.add_argument("--model", default="builtin:qwen3-0.5b-random")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "rllm-sweeps"))
-    parser.add_argument("--micro-batch", type=int, default=64, help="sequences per forward_backward call")
+    parser.add_argument(
+        "--micro-batch", type=int, help="sequences per forward_backward call (default: default_micro_batch)"
+    )
     parser.add_argument("--json", help="also write the figures here")
     parser.add_argument(
         "--round-trip",
@@ -110,12 +120,14 @@ def main() -> None:
 
     later = steps[2:]  # after compilation of every call shape
     wall = sum(r["time_step_s"] for r in later)
+    n_params = _parameters(model_dir)
+    fb_flops = sum(4 * n_params * r["tokens_trained"] for r in later)
     figures = {
         "device": str(jax.devices()[0]),
         "model": args.model,
-        "parameters": _parameters(model_dir),
+        "parameters": n_params,
         "sequences_per_step": settings.train_batch_size * settings.n,
-        "micro_batch": args.micro_batch,
+        "micro_batch": backend.config.train_micro_batch_size,
         "sampler_round_trip": args.round_trip,
         "steps_per_s": len(later) / wall,
         "sampled_tokens_per_s": sum(r["tokens_sampled"] for r in later) / wall,
@@ -125,6 +137,7 @@ def main() -> None:
         ),
         "median_step_s": statistics.median(r["time_step_s"] for r in later),
         "phase_share": {k: sum(r[k] for r in later) / wall for k in BACKEND_TIMES},
+        "forward_backward_tflops": fb_flops / sum(r["time_forward_backward_s"] for r in later) / 1e12,
         "first_step_s": steps[0]["time_step_s"],
         "model_build_s": t_build,
         "backend_init_s": t_backend,

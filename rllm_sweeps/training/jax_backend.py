@@ -29,6 +29,20 @@ def enable_jax_compilation_cache(cache_dir: str | os.PathLike) -> Path:
     return path
 
 
+# forward_backward's default micro batch, as a token budget: the best measured on one H200 (0.44 B
+# Qwen3, LoRA r32, 64 + 128 tokens a sequence): 64 sequences (0.40 steps/s; 32: 0.38, 16: 0.37; 128 ran
+# out of the GPU's memory). Longer sequences get fewer; docs/BENCHMARKS.md.
+MICRO_BATCH_TOKENS = 64 * (64 + 128)
+
+
+def default_micro_batch(settings: LoopSettings) -> int:
+    """Sequences per forward_backward call: the whole optimizer mini batch, or the largest divisor
+    of it within MICRO_BATCH_TOKENS (equal micro batches: one compiled shape)."""
+    whole = settings.mini_batch_size * settings.n
+    cap = max(1, MICRO_BATCH_TOKENS // max(1, settings.max_prompt_length + settings.max_response_length))
+    return max(d for d in range(1, min(whole, cap) + 1) if whole % d == 0)
+
+
 def make_jax_backend(
     model_dir: str | os.PathLike,
     settings: LoopSettings,
@@ -46,7 +60,8 @@ def make_jax_backend(
     ``sample_max_num_sequences`` (default: the larger of a training rollout and a
     validation chunk, times ``parallel_calls``, the workflow's most calls one episode has
     waiting at once: solver-judge's solvers), forward_backward runs in micro batches of
-    ``train_micro_batch_size`` sequences (default: one optimizer mini batch).
+    ``train_micro_batch_size`` sequences (default: one optimizer mini batch, split into equal
+    micro batches of at most MICRO_BATCH_TOKENS tokens).
     Adapter slot 0 is the base model, 1 the policy, 2 the KL reference (only
     with ``use_kl_loss`` and ``kl_beta > 0``).
 
@@ -58,7 +73,7 @@ def make_jax_backend(
     if max_lora_adapters is None:
         max_lora_adapters = 3 if settings.kl_active else 2
     if train_micro_batch_size is None:
-        train_micro_batch_size = settings.mini_batch_size * settings.n
+        train_micro_batch_size = default_micro_batch(settings)
     if sample_max_num_sequences is None:
         episodes = max(settings.train_batch_size * settings.n, settings.val_batch_size * settings.n_val)
         sample_max_num_sequences = episodes * parallel_calls
