@@ -222,3 +222,89 @@ def test_observation_tokens_in_the_chat_template_continue_the_conversation_token
     assert tok.decode(ids) == expected
     raw = ChatFormat(tok, chat_template=False)
     assert raw.observation_ids(obs, done=False) == raw.encode("are you sure")  # raw text: encoded as is
+
+
+# ---- the multi-turn workflow's bookkeeping, with the toy environment and a scripted sampler
+
+
+@pytest.fixture(scope="module")
+def tiny_chat():
+    from transformers import AutoTokenizer
+
+    from rllm_sweeps.cachedir import cache_dir
+    from rllm_sweeps.models import resolve_model_path
+    from rllm_sweeps.workflows.chat import ChatFormat
+
+    tok = AutoTokenizer.from_pretrained(str(resolve_model_path("builtin:tiny-qwen3", cache_dir())))
+    return ChatFormat(tok, chat_template=False)
+
+
+class ScriptedSampler:
+    """Replies with the given texts in turn (one per call of an episode), as tokens."""
+
+    def __init__(self, chat, replies: list[str]) -> None:
+        self.replies = [chat.encode(r) for r in replies]
+        self.calls: dict[str, int] = {}
+
+    def sample(self, prepared):
+        from skyrl.tinker import types
+
+        out = {}
+        for rid, *_ in prepared.request_batch_slices:
+            call = int(rid.split(":")[1])
+            tokens = self.replies[min(call, len(self.replies) - 1)]
+            seq = types.GeneratedSequence(stop_reason="stop", tokens=tokens, logprobs=[-0.5] * len(tokens))
+            out[rid] = types.SampleOutput(sequences=[seq], prompt_logprobs=None)
+        return out
+
+
+def guess_episodes(chat, replies: list[str], max_turns: int = 2, max_prompt_length: int = 32, env: str | None = None):
+    from rllm_sweeps.tasks.base import Task
+    from rllm_sweeps.tasks.toy import letters_reward
+    from rllm_sweeps.workflows.multi_turn import MultiTurnSettings, MultiTurnWorkflow
+    from rllm_sweeps.workflows.rollout import run_episodes
+
+    rows = [{"prompt": "the a guess", "ground_truth": "c"}]
+    task = Task("guess", rows, rows, letters_reward, chat_template=False)
+    settings = MultiTurnSettings(max_turns=max_turns, **({"env": env} if env else {}))
+    client = RolloutClient(
+        ScriptedSampler(chat, replies), "p", ("c", "/x"), [2], Sampling(1, 1, -1, 8), SeedPlan(0, 1, 0, 2)
+    )
+    run = dict(first_task_index=0, max_prompt_length=max_prompt_length, max_response_length=8)
+    return run_episodes(MultiTurnWorkflow(task, settings), rows, 2, client, chat, **run)
+
+
+def test_a_wrong_guess_gets_the_environments_answer_appended_and_a_second_turn(tiny_chat):
+    episode = guess_episodes(tiny_chat, ["b", "c c"])[0]
+    (traj,) = episode.trajectories
+    first, second = traj.steps
+    assert first.observation_ids == tiny_chat.encode(" letter c") and first.reward == 0.0
+    assert second.prompt_ids == first.full_ids and second.observation_ids == []  # the last turn keeps none
+    assert traj.reward == 1.0 and episode.termination == Termination.ENV_DONE and episode.turns == 2
+    (seq,) = trajectory_sequences(traj, 1.0, 0)  # one sequence; the observation carries no loss
+    n_prompt, n_obs = len(first.prompt_ids), len(first.observation_ids)
+    assert seq.mask == [0] * n_prompt + [1] * len(first.response_ids) + [0] * n_obs + [1] * len(second.response_ids)
+
+
+def test_a_right_first_guess_ends_the_episode_and_max_turns_bounds_the_others(tiny_chat):
+    assert guess_episodes(tiny_chat, ["c"])[0].turns == 1
+    one_turn = guess_episodes(tiny_chat, ["b", "c"], max_turns=1)[0]
+    assert one_turn.turns == 1 and one_turn.trajectories[0].reward == 0.0
+
+
+def test_a_conversation_that_outgrows_the_prompt_limit_ends_with_that_reason(tiny_chat):
+    prompt_len = len(tiny_chat.prompt_ids("the a guess"))
+    episode = guess_episodes(tiny_chat, ["b", "c"], max_prompt_length=prompt_len + 2)[0]
+    assert episode.termination == Termination.MAX_PROMPT_LENGTH and episode.turns == 1
+
+
+def test_an_environment_that_raises_in_every_episode_fails_the_phase_with_its_error(tiny_chat):
+    with pytest.raises(KeyError):  # every episode failed: the phase raises the environment's error
+        guess_episodes(tiny_chat, ["b"], env="tests.test_workflow_training:BrokenEnv")
+
+
+class BrokenEnv:
+    """An environment whose constructor raises (a missing field of the example)."""
+
+    def __init__(self, env_config=None, extras=None):
+        raise KeyError("reward_spec")
