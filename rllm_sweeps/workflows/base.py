@@ -4,7 +4,7 @@ A workflow runs one episode on one task example and returns it::
 
     class MyWorkflow(Workflow):
         async def run(self, example: dict, ctx: EpisodeContext) -> Episode:
-            prompt = ctx.prompt_ids(example["prompt"])
+            prompt, _truncated = ctx.prompt_ids(example["prompt"])
             out = await ctx.generate(prompt)                 # one model call (any role)
             text = ctx.chat.decode(out.tokens)
             reward = self.task.reward_fn(example["prompt"], text, example["ground_truth"])
@@ -31,9 +31,6 @@ from rllm_sweeps.tasks.base import Task, import_object
 from rllm_sweeps.workflows.chat import ChatFormat, Messages
 from rllm_sweeps.workflows.client import ModelOutput, RolloutClient
 from rllm_sweeps.workflows.episode import Episode, Termination, Trajectory
-
-# workflow.* keys every workflow has (the rest are its Settings' fields).
-COMMON_KEYS = ("name", "class", "max_turns", "role_estimators")
 
 
 @dataclass
@@ -105,7 +102,7 @@ class Workflow:
     """
 
     Settings: ClassVar[type[WorkflowSettings]] = WorkflowSettings
-    roles: ClassVar[tuple[str, ...]] = ("policy",)
+    roles: ClassVar[tuple[str, ...]] = ("policy",)  # the trajectory roles it returns (role_estimators name them)
 
     def __init__(self, task: Task, settings: WorkflowSettings) -> None:
         self.task = task
@@ -170,6 +167,12 @@ def read_workflow(cfg: Mapping | None) -> WorkflowSpec:
         raise WorkflowConfigError(problems)
     settings = cls.Settings(**values)
     problems = [(f"workflow.{k}", f"workflow.{k}={m}") for k, m in settings.problems()]
+    if isinstance(settings.role_estimators, Mapping):
+        for role, estimator in settings.role_estimators.items():
+            if estimator is not None and role not in cls.roles:
+                key = f"workflow.role_estimators.{role}"
+                roles = ", ".join(cls.roles)
+                problems.append((key, f"{key}: {cls.__name__} has no role {role!r} (its roles: {roles})"))
     if problems:
         raise WorkflowConfigError(problems)
     return WorkflowSpec(name, cls, settings)
@@ -185,7 +188,6 @@ def workflow_problems(plain: Mapping) -> list[tuple[str, str]]:
 
 
 __all__ = [
-    "COMMON_KEYS",
     "EpisodeContext",
     "Workflow",
     "WorkflowConfigError",
