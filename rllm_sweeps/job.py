@@ -40,6 +40,7 @@ from rllm_sweeps.results import (
     MetricsLog,
     best_values,
     judged_metrics,
+    read_metrics,
 )
 
 EXIT_PREEMPTED = 143  # 128 + SIGTERM, what a scheduler expects from a job it stopped
@@ -223,7 +224,9 @@ def _train(
             str(cfg.trainer.experiment_name),
             OmegaConf.to_container(cfg, resolve=True),
         )
-        vals: list[dict[str, float]] = []
+        # A resumed job's history starts with the validations of its earlier attempts (metrics.jsonl
+        # keeps them up to the checkpoint): its best is over the whole run, not this attempt.
+        vals: list[dict[str, Any]] = [r for r in read_metrics(job_dir) if r.get("kind") == "val"] if resume_from else []
         phases = {"sample": 0.0, "forward_backward": 0.0, "optim": 0.0, "other": 0.0}
 
         def on_step_end(metrics: dict) -> None:

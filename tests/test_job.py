@@ -91,6 +91,9 @@ def test_sigterm_after_a_checkpoint_then_rerun_resumes_with_continuous_metrics(t
     result = JobResult.read(job_dir)
     assert result.status == "completed" and result.steps == 6 and result.restarts == 1
     assert train_steps(job_dir) == [1, 2, 3, 4, 5, 6]
+    # The validation history (and so the best) spans both attempts, not only the resumed one.
+    assert [v["step"] for v in result.validations] == [0, 3, 6]
+    assert result.best["val_reward_mean"] == max(v["val_reward_mean"] for v in result.validations)
 
 
 def test_a_sigterm_during_the_last_step_stops_nothing_and_the_job_completes_with_its_final_metrics(tmp_path):
