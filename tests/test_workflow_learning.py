@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,26 @@ def test_the_workflow_and_environment_written_as_the_docs_show_work(tmp_path):
     train(job, "workflow.class=docs_example.flows:TwoDrafts", "+workflow.bonus=0.2", *tiny, pythonpath=str(tmp_path))
     final = JobResult.read(job).final
     assert {"val_drafter_acc", "val_reviser_acc"} <= set(final) and final["val_turns_mean"] == 2.0
+
+
+def test_a_preempted_solver_judge_job_resumes_from_its_checkpoint(tmp_path):
+    job_dir = tmp_path / "job"
+    overrides = ["workflow=solver_judge", "trainer.total_batches=4", "trainer.save_freq=2", "trainer.test_freq=2"]
+    overrides += ["data.train_batch_size=8", "rollout.n=4", "task.dataset.val_size=8", f"hydra.run.dir={job_dir}"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "train.py", *overrides], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + 400
+    while not (job_dir / "checkpoints" / "latest").exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 143 and JobResult.read(job_dir).status == "preempted"
+    again = subprocess.run([sys.executable, "train.py", *overrides], cwd=REPO, env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and "resuming from step_" in again.stdout, again.stdout[-3000:]
+    result = JobResult.read(job_dir)
+    assert result.status == "completed" and result.steps == 4 and result.restarts == 1
+    assert [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"] == [1, 2, 3, 4]
+    assert [v["step"] for v in result.validations] == [0, 2, 4] and "val_judge_acc" in result.final

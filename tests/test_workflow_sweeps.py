@@ -57,16 +57,21 @@ def test_a_grid_over_n_solutions_and_lr_runs_four_jobs_with_per_role_metrics_in_
 
 
 def test_optuna_searches_and_prunes_on_the_judges_accuracy(tmp_path):
+    # A judge counts as right when it names a solution (workflow.correct_reward=0): after a step or
+    # two the trials' judge accuracies differ, and ASHA (rung at every validation, keep the top
+    # half) prunes on them. One trial at a time: each trial's rung sees the earlier trials'
+    # values, so what is pruned does not depend on which job validates first.
     proc = sweep(
         tmp_path,
         "trainer.lr=tag(log,interval(1e-4,3e-2))",
         "sweep.method=optuna",
         "sweep.metric=val/judge_acc",  # rLLM's spelling of val_judge_acc
-        "sweep.budget=4",
-        "sweep.parallel=2",
+        "sweep.budget=3",
+        "sweep.parallel=1",
         "sweep.seed=0",
-        "sweep.optuna.pruner=median",
-        "sweep.optuna.pruner_options={n_startup_trials: 1}",
+        "sweep.optuna.pruner=asha",
+        "sweep.optuna.pruner_options={min_resource: 1, reduction_factor: 2}",
+        "workflow.correct_reward=0.0",
         "trainer.total_batches=4",
         "trainer.test_freq=1",
         "trainer.val_before_train=false",
@@ -78,13 +83,15 @@ def test_optuna_searches_and_prunes_on_the_judges_accuracy(tmp_path):
     study = optuna.load_study(study_name=tmp_path.name, storage=open_storage(str(tmp_path / "optuna.journal")))
     trials = study.get_trials()
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
-    assert sum(t.state in finished for t in trials) == 4
+    assert sum(t.state in finished for t in trials) == 3
     # Every trial's intermediate values are the judge's accuracy at its validations: what the pruner saw.
     for t in trials:
         (job,) = t.user_attrs["jobs"]
         result = JobResult.read(tmp_path / "jobs" / job)
-        reported = {v["step"]: v["val_judge_acc"] for v in result.validations if v["step"] > 0}
+        reported = {v["step"]: v["val_judge_acc"] for v in result.validations}
         assert t.intermediate_values and all(reported[s] == v for s, v in t.intermediate_values.items())
         if t.state == optuna.trial.TrialState.PRUNED:
             assert result.status == "pruned" and result.steps < 4
+    pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
+    assert pruned, [(t.number, t.intermediate_values) for t in trials]
     assert f"best trial #{study.best_trial.number}: val_judge_acc (maximize) = " in proc.stdout
