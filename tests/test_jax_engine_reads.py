@@ -56,15 +56,20 @@ def trainer(backend_and_tokenizer, tmp_path, model_id: str, *overrides: str, eng
     return RLTrainer(s, backend, load_task(cfg.task), tokenizer, tmp_path / model_id, model_id=model_id, engine=engine)
 
 
+def sample(t: RLTrainer, examples: list[dict], n: int, top_k: int) -> list[list[int]]:
+    """``n`` responses per example at temperature 1 (single-turn episodes), in (example, sample) order."""
+    from rllm_sweeps.workflows.client import Sampling, SeedPlan
+
+    sampling = Sampling(1.0, 1.0, top_k, t.settings.max_response_length)
+    episodes, _ = t._run_episodes(examples, n, sampling, SeedPlan(0, 0, 0, len(examples) * n), first_index=0)
+    return [e.trajectories[0].steps[0].response_ids for e in episodes]
+
+
 def group_responses(t: RLTrainer, top_k: int) -> list[set[tuple[int, ...]]]:
     """The distinct responses of each prompt of the first training batch, at temperature 1."""
     examples, _ = t._train_batch(0)
-    seeds = list(range(len(examples) * 4))
-    rollouts, _ = t._sample("train", examples, 4, (1.0, 1.0, top_k), seeds, first_index=0)
-    groups: list[set[tuple[int, ...]]] = [set() for _ in examples]
-    for r in rollouts:
-        groups[r.prompt_index].add(tuple(r.response_ids))
-    return groups
+    responses = sample(t, examples, 4, top_k)
+    return [{tuple(r) for r in responses[i * 4 : (i + 1) * 4]} for i in range(len(examples))]
 
 
 def test_skyrls_top_k_drives_the_sampler_top_k_1_makes_every_group_one_response(backend_and_tokenizer, tmp_path):
@@ -145,14 +150,13 @@ def test_sampling_from_the_live_adapter_gives_the_tokens_of_the_sampler_checkpoi
         t = trainer(backend_and_tokenizer, tmp_path, name, "trainer.lr=0.01", "trainer.total_batches=3", engine=engine)
         seen = []
         t.hooks.on_step_end = seen.append
-        examples, seeds = t.task.val[:4], list(range(16))
+        examples = t.task.val[:4]
         t.setup()
-        before, _ = t._sample("val", examples, 4, (1.0, 1.0, -1), seeds, 0)
+        before = sample(t, examples, 4, -1)
         t.fit()
         steps[name] = [(m["reward_mean"], m["loss"], m["tokens_sampled"]) for m in seen]
-        after, _ = t._sample("val", examples, 4, (1.0, 1.0, -1), seeds, 0)  # after 3 updates, at temperature 1
-        tokens[name] = [r.response_ids for r in after]
-        assert [r.response_ids for r in before] != tokens[name]  # the sampler does see the updates
+        tokens[name] = sample(t, examples, 4, -1)  # after 3 updates, at temperature 1
+        assert before != tokens[name]  # the sampler does see the updates
     assert steps["live"] == steps["roundtrip"]
     assert tokens["live"] == tokens["roundtrip"]
 
