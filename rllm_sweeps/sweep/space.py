@@ -11,6 +11,7 @@ very same space.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,8 +27,8 @@ class Point:
     index: int  # position in the grid, or the sample's number
     choices: tuple[tuple[Param, Choice], ...]
 
-    @property
-    def params(self) -> dict[str, Any]:
+    @functools.cached_property
+    def params(self) -> dict[str, Any]:  # read once per point by the constraints and once by the cost
         return {p.key: c.value for p, c in self.choices}
 
     @property
