@@ -132,6 +132,9 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         git_revision=git_revision(),
         attempts=max(1, len(read_attempts(job_dir))),  # the launcher recorded this attempt's start
     )
+    if previous is not None and previous.config_hash == chash:
+        # The sweep's record of this job's earlier failed launches stays with it (a new sweeper too).
+        result.retries, result.retry_reasons = previous.retries, list(previous.retry_reasons)
     stop = StopRequested()
     try:
         check_engine_available(cfg)

@@ -244,3 +244,18 @@ def test_after_adopting_more_live_jobs_than_parallel_new_jobs_and_retries_wait_u
     assert all(r.status == COMPLETED for r in results.values())
     assert sorted(launcher.submitted) == [0, 3, 4]  # job 0's retry, and the two never submitted
     assert max(launcher.live_before_single_submits) < 2
+
+
+def test_a_jobs_retry_history_survives_a_new_sweeper(tmp_path):
+    # An earlier sweeper retried job 0 once and died; the new one retries it again.
+    job_dir = job_dir_for(tmp_path, planned(1)[0])
+    job_dir.mkdir(parents=True)
+    earlier = JobResult(status=FAILED, config_hash="h0", failure_kind="infrastructure", retries=1)
+    earlier.retry_reasons = ["node failure (SLURM state NODE_FAIL)"]
+    earlier.write(job_dir)
+    node_fail = Outcome(status=None, failure="step launch failed", returncode=1)
+    launcher = ScriptedLauncher({0: [node_fail, Outcome()]})
+    results = run_sweep(tmp_path, launcher, 1)
+    assert results[0].status == COMPLETED
+    assert results[0].retry_reasons == ["node failure (SLURM state NODE_FAIL)", "step launch failed"]
+    assert results[0].retries == 2

@@ -95,21 +95,18 @@ def doc_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
-def test_the_workflow_and_environment_written_as_the_docs_show_work(tmp_path):
+def test_the_workflow_and_environment_written_as_the_docs_show_work(tmp_path, monkeypatch):
     workflow_code, env_code = doc_blocks()
     (tmp_path / "docs_example").mkdir()
     (tmp_path / "docs_example" / "__init__.py").write_text("")
     (tmp_path / "docs_example" / "flows.py").write_text(textwrap.dedent(workflow_code))
     (tmp_path / "docs_example" / "envs.py").write_text(textwrap.dedent(env_code))
-    sys.path.insert(0, str(tmp_path))
-    try:
-        from docs_example.envs import CountDown
+    monkeypatch.syspath_prepend(str(tmp_path))  # the docs' package, for this test only
+    from docs_example.envs import CountDown
 
-        env = CountDown(extras={"reward_spec": {"ground_truth": "9"}, "max_turns": 5})
-        outs = [env.step(a) for a in ("8", "7", "6")]
-        assert [o["done"] for o in outs] == [False, False, True] and outs[-1]["reward"] == 1.0
-    finally:
-        sys.path.remove(str(tmp_path))
+    env = CountDown(extras={"reward_spec": {"ground_truth": "9"}, "max_turns": 5})
+    outs = [env.step(a) for a in ("8", "7", "6")]
+    assert [o["done"] for o in outs] == [False, False, True] and outs[-1]["reward"] == 1.0
     tiny = ["trainer.total_batches=1", "data.train_batch_size=4", "trainer.mini_batch_size=2", "rollout.n=2"]
     tiny += ["task.dataset.val_size=4", "trainer.save_freq=-1"]
     job = tmp_path / "job"

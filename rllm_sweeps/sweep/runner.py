@@ -302,8 +302,10 @@ class SweepRunner:
             result.error = f"{status.failure}\n{result.error or ''}".strip()
         if result.status == FAILED and result.failure_kind == INFRASTRUCTURE and entry.retries < self.max_retries:
             reason = (result.error or "infrastructure failure").splitlines()[0]
-            result.retry_reasons = [*entry.retry_reasons, reason]
-            result.retries = entry.retries + 1
+            # The job's record keeps every retry the sweep made, across sweeper restarts too.
+            history = max(result.retry_reasons, entry.retry_reasons, key=len)
+            result.retry_reasons = [*history, reason]
+            result.retries = len(result.retry_reasons)
             self.launcher.cancel(entry.handle)  # whatever the scheduler would still run of it
             # The old attempt may still run (a node SLURM declared dead): fence it off before the
             # record of the retry is written, so it cannot overwrite it.
@@ -312,8 +314,8 @@ class SweepRunner:
             self.print_progress(f"job {index} failed ({reason}): infrastructure, retrying")
             self.retries.append((entry.run, entry.retries + 1, result.retry_reasons))
             return
-        if entry.retries:
-            result.retries, result.retry_reasons = entry.retries, entry.retry_reasons
+        if len(entry.retry_reasons) > len(result.retry_reasons):  # a record that lost the sweep's retries
+            result.retries, result.retry_reasons = len(entry.retry_reasons), list(entry.retry_reasons)
             result.write(job_dir)
         self.results[index] = result
         self.source.on_result(entry.run, result)
