@@ -59,10 +59,11 @@ def main() -> int:
             if not sweeper_killed and len(requeued) >= to_requeue // 2 and running:
                 chaos.kill_sweeper_and_rerun()
                 sweeper_killed = True
-            training = [(d, node) for d, (_, node) in running.items() if chaos.training_now(d)]
+            begun = [d for d in running if chaos.training_now(d) and len(chaos.trained_steps(d)) == 1]
+            training = [(d, running[d][1]) for d in begun]
             if not node_lost and sweeper_killed and training:
                 victim, node = training[0]
-                chaos.slow_down(0.5)  # it must still train when SLURM declares its node dead
+                chaos.slow_down(1.0)  # it must still train when SLURM declares its node dead
                 chaos.kill_node_daemon(node)
                 node_lost = True
                 chaos.wait_for(lambda d=victim: "node failure" in chaos.result_text(d), "the node failure", 240)

@@ -57,12 +57,17 @@ def test_a_sweep_survives_requeues_lost_node_daemons_and_a_killed_sweeper_losing
         # 4. The sweeper is killed; the same command run again adopts the jobs SLURM still runs.
         chaos.kill_sweeper_and_rerun()
 
-        # 5. A node daemon dies while a job trains: SLURM declares the node dead (NODE_FAIL).
+        # 5. A node daemon dies while a job trains: SLURM declares the node dead (NODE_FAIL). The job
+        #    picked has just begun training, and its steps are slowed down so that it is still
+        #    training when SlurmdTimeout (30 s) has passed.
         def training() -> tuple[Path, str] | None:
-            return next(((d, node) for d, (_, node) in chaos.running().items() if chaos.training_now(d)), None)
+            for d, (_, node) in chaos.running().items():
+                if chaos.training_now(d) and len(chaos.trained_steps(d)) == 1:
+                    return d, node
+            return None
 
-        victim, node = chaos.wait_for(training, "a job training")
-        chaos.slow_down(0.5)  # until SLURM declares the node dead (SlurmdTimeout), the job must still train
+        victim, node = chaos.wait_for(training, "a job that has begun training")
+        chaos.slow_down(1.0)
         chaos.kill_node_daemon(node)
 
         def retried() -> bool:
