@@ -36,7 +36,7 @@ class LocalHandle:
         return f"local-{self.process.pid}"
 
     def generation(self) -> int:
-        return int(self.request.env.get(attempts.GENERATION_ENV, "0") or 0)
+        return attempts.generation_of(self.request.env)
 
     def close(self) -> None:
         """The attempt's end, once: in its records, and the log file."""
@@ -62,7 +62,7 @@ class LocalLauncher(Launcher):
             preexec_fn=_die_with_parent,
         )
         handle = LocalHandle(process, log, request)
-        attempts.record_start(request.job_dir, handle.attempt_id, generation=handle.generation(), pid=process.pid)
+        attempts.record_start(request.job_dir, handle.attempt_id, 0, handle.generation(), pid=process.pid)
         return handle
 
     def poll(self, handle: LocalHandle) -> JobStatus:

@@ -38,7 +38,7 @@ from rllm_sweeps.records.layout import JobPaths
 def record_submission(request: LaunchRequest, job: submitit.Job) -> None:
     """Every SLURM job id the sweep ever submitted for a job, with submitit's folder: a rerun of
     the sweep finds the ones still live and reattaches instead of submitting again."""
-    generation = int(request.env.get(attempts.GENERATION_ENV, "0") or 0)
+    generation = attempts.generation_of(request.env)
     folder = str(job.paths.folder)
     attempts.append_event(request.job_dir, "submitted", scheduler_id=job.job_id, folder=folder, generation=generation)
 

@@ -37,7 +37,7 @@ class TrainCommand(submitit.helpers.Checkpointable):
         rank = environment.global_rank
         job_dir = self.log.parent
         argv, log_path = self.argv, self.log
-        generation = int(self.env.get(attempts.GENERATION_ENV, "0") or 0)
+        generation = attempts.generation_of(self.env)
         if rank > 0:
             argv, log_path = job_ray.worker_argv(job_dir, rank), job_dir / f"ray-worker-{rank}.log"
         else:

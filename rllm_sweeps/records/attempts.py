@@ -24,7 +24,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,18 +139,14 @@ def total_time_s(job_attempts: list[Attempt], last_end: float | None) -> float:
 
 
 def record_start(
-    job_dir: Path,
-    scheduler_id: str | None,
-    restart_count: int = 0,
-    generation: int | None = None,
-    pid: int | None = None,
+    job_dir: Path, scheduler_id: str | None, restart_count: int, generation: int, pid: int | None = None
 ) -> None:
-    """The wrapper's line before the training process starts (generation: the launched one; pid:
-    the process, where the wrapper is not it)."""
+    """The wrapper's line before the training process starts (pid: the process, where the wrapper
+    is not it)."""
     append_event(
         job_dir,
         "start",
-        generation=launched_generation() if generation is None else generation,
+        generation=generation,
         scheduler_id=scheduler_id,
         restart_count=restart_count,
         host=socket.gethostname(),
@@ -158,13 +154,13 @@ def record_start(
     )
 
 
-def record_end(job_dir: Path, scheduler_id: str | None, exit_code: int | None, generation: int | None = None) -> None:
-    gen = launched_generation() if generation is None else generation
-    append_event(job_dir, "end", generation=gen, scheduler_id=scheduler_id, exit_code=exit_code)
+def record_end(job_dir: Path, scheduler_id: str | None, exit_code: int | None, generation: int) -> None:
+    append_event(job_dir, "end", generation=generation, scheduler_id=scheduler_id, exit_code=exit_code)
 
 
-def launched_generation() -> int:
-    return int(os.environ.get(GENERATION_ENV, "0") or 0)
+def generation_of(env: Mapping[str, str]) -> int:
+    """The generation a job's environment launches it as (0: not launched by a sweep)."""
+    return int(env.get(GENERATION_ENV, "0") or 0)
 
 
 # -- fencing -------------------------------------------------------------------------------------
