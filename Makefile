@@ -25,9 +25,14 @@ run: setup
 	$(PY) train.py $(ARGS)
 
 # The tests bring the local SLURM cluster up (and down) themselves; its packages
-# are installed here when missing (needs root, as in CI).
+# are installed here when missing (needs root, as in CI). Two parts: the suite spread
+# over TEST_WORKERS pytest-xdist workers (each SLURM cluster's tests on one worker, see
+# tests/conftest.py; they mostly wait on SLURM's timers, so 3 workers suit 2 cores),
+# then the tests that assert a wall-clock time, alone (exit 5: none selected).
+TEST_WORKERS ?= 3
 test: setup slurm-deps
-	$(PY) -m pytest -q --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not timed" --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m timed --durations=5 $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: setup
 	$(VENV)/bin/ruff check .

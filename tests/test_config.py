@@ -41,6 +41,7 @@ def test_default_config_is_valid_and_builds_a_skyrl_config_that_passes_validate_
     assert native.trainer.policy.optimizer_config.lr == cfg.trainer.lr
 
 
+@pytest.mark.timed
 def test_unknown_key_on_the_command_line_fails_fast_with_a_suggestion(tmp_path):
     start = time.monotonic()
     proc = subprocess.run(
@@ -402,6 +403,7 @@ def test_every_common_key_in_conf_has_a_validation_rule():
     assert leaves <= set(RULES), sorted(leaves - set(RULES))
 
 
+@pytest.mark.timed
 def test_composition_and_validation_of_the_default_config_is_fast_after_imports():
     load_config([], notify=quiet)  # imports and first composition
     start = time.perf_counter()

@@ -55,6 +55,7 @@ class ScriptedLauncher(Launcher):
     live: set[int] = field(default_factory=set)
     max_live: int = 0
     live_before_single_submits: list[int] = field(default_factory=list)  # jobs live when one more was submitted
+    cancelled: list[int] = field(default_factory=list)
 
     def submit(self, request: LaunchRequest) -> Handle:
         self.live_before_single_submits.append(len(self.live))
@@ -86,6 +87,8 @@ class ScriptedLauncher(Launcher):
 
     def cancel(self, handle: Handle) -> None:
         handle.cancelled = True
+        if handle.request.index in self.live:
+            self.cancelled.append(handle.request.index)
         self.live.discard(handle.request.index)
 
     def reattach(self, job_dirs: list[Path]) -> dict[Path, Any]:
@@ -200,14 +203,17 @@ def test_a_rerun_reattaches_to_jobs_still_live_with_the_scheduler_instead_of_sub
     assert launcher.max_live <= 2  # the reattached job took one of the two slots
 
 
-def test_a_completed_job_is_not_reattached_or_run_again(tmp_path):
+def test_a_completed_job_the_scheduler_still_holds_is_cancelled_not_reattached_or_run_again(tmp_path):
+    # SLURM requeued it as it ended (a requeue during its last step): its record says completed.
     jobs = planned(2)
     done = job_dir_for(tmp_path, jobs[0])
     done.mkdir(parents=True)
     JobResult(status=COMPLETED, config_hash="h0").write(done)
     launcher = ScriptedLauncher({1: [Outcome()]}, live_to_reattach={done: Outcome()})
     run_sweep(tmp_path, launcher, 2)
-    assert launcher.submitted == [1] and launcher.max_live == 1
+    assert launcher.submitted == [1]
+    assert launcher.cancelled == [0]
+    assert launcher.live_before_single_submits == [0]  # cancelled before anything else was submitted
 
 
 def test_ctrl_c_stops_the_jobs_in_flight_and_records_them_as_preempted(tmp_path, monkeypatch):

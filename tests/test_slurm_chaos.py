@@ -48,8 +48,12 @@ def test_a_sweep_survives_requeues_lost_node_daemons_and_a_killed_sweeper_losing
         chaos.requeue(early)
 
         # 3. Requeued after its first checkpoint: it resumes from it.
+        #    (Not one in its last step: a requeue as a job ends is test_runner_decisions.py's case.)
         def checkpointed() -> Path | None:
-            return next((d for d in chaos.running() if d != early and (d / "checkpoints/latest").exists()), None)
+            for d in chaos.running():
+                if d != early and (d / "checkpoints/latest").exists() and len(chaos.trained_steps(d)) < STEPS - 1:
+                    return d
+            return None
 
         late = chaos.wait_for(checkpointed, "a job past its first checkpoint")
         chaos.requeue(late)

@@ -127,6 +127,7 @@ def test_help_lists_every_sweep_setting_and_the_dry_run(tmp_path):
     assert "hydra.sweeper.dry_run=true" in proc.stdout and "+sweep=PATH.yaml" in proc.stdout
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize(
     "command",
     [["rllm-sweeps", "keys"], ["train.py", "--help"], ["rllm-sweeps", "validate", "trainer.lr=1e-4"]],

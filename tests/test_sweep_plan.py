@@ -313,6 +313,7 @@ def test_plan_json_has_the_spec_totals_and_every_job(tmp_path):
     assert data["jobs"][3] == plan.jobs[3].to_dict()
 
 
+@pytest.mark.timed
 def test_dry_run_of_a_100000_point_grid_takes_under_3_seconds():
     plan_sweep(["trainer.lr=1e-4"])  # imports (SkyRL, JAX: seconds, once per process) are not the plan's
     lrs = ",".join(f"{(i + 1) * 1e-6:.6g}" for i in range(1000))
@@ -335,6 +336,7 @@ def test_dry_run_of_a_100000_point_grid_takes_under_3_seconds():
     assert constrained.totals.jobs == 1000 * per_lr
 
 
+@pytest.mark.timed
 def test_planning_1000_jobs_composes_and_validates_each_in_a_few_seconds():
     plan_sweep(["trainer.lr=1e-4"])
     lrs = ",".join(f"{(i + 1) * 1e-5:.6g}" for i in range(125))
@@ -348,6 +350,7 @@ def test_planning_1000_jobs_composes_and_validates_each_in_a_few_seconds():
 # ---- plans of any size: streamed to disk, progress, refused above max_jobs ------------------
 
 
+@pytest.mark.timed
 def test_a_run_above_max_jobs_is_refused_before_any_job_is_composed_saying_how_to_sample_it():
     args = ["trainer.lr=range(1,1001)", "rollout.n=range(1,1001)", "data.max_response_length=range(1,1001)"]
     start = time.perf_counter()

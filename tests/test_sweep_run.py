@@ -69,6 +69,7 @@ def test_zip_crossed_with_seeds_gives_four_jobs_and_two_rows_with_mean_and_std(t
     assert "std" in points[0]
 
 
+@pytest.mark.timed
 def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path):
     start = time.monotonic()
     proc = run_sweep(

@@ -249,8 +249,13 @@ class SweepRunner:
     def reattach(self) -> None:
         """Jobs an earlier sweeper of this sweep left live with the scheduler (it was killed): polled
         again rather than submitted twice; those the source has no use for are cancelled."""
-        candidates = [d for d in SweepPaths(self.sweep_dir).job_dirs() if not _is_final(JobResult.read(d))]
-        for job_dir, handle in self.launcher.reattach(candidates).items():
+        for job_dir, handle in self.launcher.reattach(SweepPaths(self.sweep_dir).job_dirs()).items():
+            if _is_final(JobResult.read(job_dir)):
+                # Finished, yet held again by the scheduler (requeued as it ended): another run of
+                # it would only take a slot beside `parallel` others.
+                self.launcher.cancel(handle)
+                print(f"[sweep] cancelled {job_dir.name}: already finished, requeued by the scheduler", flush=True)
+                continue
             run = self.source.claim(job_dir)
             if run is None:
                 self.launcher.cancel(handle)
