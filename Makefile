@@ -46,10 +46,10 @@ slurm-deps:
 	@bash launchers/install_slurm_deps.sh
 
 slurm-up: setup slurm-deps
-	$(PY) -m launchers.local_slurm up $(SLURM_ARGS)
+	$(PY) -m rllm_sweeps.local_slurm up $(SLURM_ARGS)
 
 slurm-down: setup
-	$(PY) -m launchers.local_slurm down $(SLURM_ARGS)
+	$(PY) -m rllm_sweeps.local_slurm down $(SLURM_ARGS)
 
 clean:
 	rm -rf outputs multirun .pytest_cache

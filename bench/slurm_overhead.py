@@ -33,8 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from launchers.base import JobState, LaunchRequest  # noqa: E402
-from launchers.local_slurm import LocalSlurm  # noqa: E402
 from launchers.slurm import SlurmLauncher, SlurmSettings  # noqa: E402
+from rllm_sweeps.local_slurm import LocalSlurm  # noqa: E402
 from rllm_sweeps.records.attempts import latest_scheduler_id  # noqa: E402
 from rllm_sweeps.results import read_metrics  # noqa: E402
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the Debian packages needed by launchers/local_slurm.py (a real local
+# Install the Debian packages needed by rllm_sweeps/local_slurm/ (a real local
 # SLURM cluster with accounting). Run as root on Debian 12 (bookworm).
 # Skips quickly when everything is already installed.
 set -euo pipefail

@@ -1,4 +1,4 @@
-"""Pytest fixtures for a real local SLURM cluster (see launchers/local_slurm.py).
+"""Pytest fixtures for a real local SLURM cluster (see rllm_sweeps/local_slurm/).
 
 Import the fixtures in tests/conftest.py::
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from launchers.local_slurm import SUBNET, LocalSlurm, missing_binaries, pid_alive
+from rllm_sweeps.local_slurm import SUBNET, LocalSlurm, missing_binaries, pid_alive
 
 __all__ = [
     "SUBNET",

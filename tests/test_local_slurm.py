@@ -1,4 +1,4 @@
-"""Integration tests against a real local SLURM cluster (launchers/local_slurm.py)."""
+"""Integration tests against a real local SLURM cluster (rllm_sweeps/local_slurm/)."""
 # Fixtures imported from slurm_fixtures are "redefined" as test arguments:
 # ruff: noqa: F811
 
@@ -14,7 +14,7 @@ import submitit
 
 # Fixtures live in tests/slurm_fixtures.py; importing them here keeps this module
 # self-contained (harmless once tests/conftest.py imports them too).
-# slurm_fixtures re-exports the launcher API (the repo root is on sys.path: pytest's pythonpath).
+# slurm_fixtures re-exports the local cluster API (the repo root is on sys.path: pytest's pythonpath).
 from slurm_fixtures import (  # noqa: F401
     SUBNET,
     LocalSlurm,
