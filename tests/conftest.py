@@ -25,6 +25,7 @@ def cluster_group(item: pytest.Item) -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     first, rest = [], []
     for item in items:
@@ -33,3 +34,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(group))
         (first if group is not None else rest).append(item)
     items[:] = first + rest
+
+
+@pytest.hookimpl(trylast=True)  # after xdist has tagged each grouped test's id with its group
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not session.config.getoption("loadgroup", False):
+        return
+    for item in session.items:
+        group = cluster_group(item)
+        if group is not None and not item.nodeid.endswith(f"@{group}"):
+            raise pytest.UsageError(
+                f"pytest-xdist did not group {item.nodeid} with its SLURM cluster's tests "
+                "(pytest >= 9.2 breaks --dist loadgroup; see pyproject.toml's dev extra)"
+            )

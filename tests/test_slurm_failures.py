@@ -59,14 +59,15 @@ def train_steps(job_dir: Path) -> list[int]:
 def test_a_job_longer_than_its_time_limit_is_checkpointed_requeued_and_finishes(slurm_env, tmp_path):
     # At least 128 s of training (100 steps of >= 1.28 s) against a 2-minute limit whose
     # warning comes 30 s early (+-30 s, SLURM checks limits every ~30 s): an attempt trains
-    # at most ~110 s after its start-up, so the job needs at least one requeue.
+    # at most ~110 s after its start-up, so the job needs at least one requeue. On a busy machine
+    # (the suite runs on parallel workers) start-up takes longer and a job may need up to 5.
     sweeper = start_sweep(
         tmp_path,
         "trainer.total_batches=100",
         "trainer.save_freq=5",
         "resources.time_min=2",
         "hydra.launcher.signal_delay_s=30",
-        "hydra.launcher.max_requeues=3",
+        "hydra.launcher.max_requeues=5",
         reward_s=0.04,
     )
     out, _ = sweeper.communicate(timeout=1200)
@@ -74,7 +75,7 @@ def test_a_job_longer_than_its_time_limit_is_checkpointed_requeued_and_finishes(
     job_dir = next(tmp_path.glob("jobs/*"))
     result = JobResult.read(job_dir)
     assert result.status == "completed" and result.steps == 100
-    assert 1 <= result.restarts <= 3, result.restarts  # requeued, within max_requeues
+    assert 1 <= result.restarts <= 5, result.restarts  # requeued, within max_requeues
     assert train_steps(job_dir) == list(range(1, 101))  # resumed from checkpoints: continuous
 
 
