@@ -2,54 +2,56 @@
 
     .venv/bin/python bench/ray_bringup.py [--repeats 3] [--no-multinode]
 
-"up" = `ray start --head --block` spawned until the GCS reports the node
-alive (RAY_ADDRESS usable); "first init" = a fresh `python -c "import ray;
+"up" = a job's `job_ray_cluster` (what job.py runs) from entry until it yields:
+`ray start --head --block` spawned, the GCS reports the node alive, ray.json
+written, RAY_ADDRESS exported; "first init" = a fresh `python -c "import ray;
 ray.init()"` child connecting through RAY_ADDRESS (what SkyRL's
-initialize_ray pays on top); "down" = our teardown until no process of the
-cluster remains.  The 2-node variant starts a head and one worker node on this
+initialize_ray pays on top); "down" = the context's exit until no process of
+the cluster remains.  The 2-node variant starts a head and one worker node on this
 machine and waits until the GCS reports both alive.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-from rllm_sweeps.runtime.ray_cluster import (
-    LocalRayCluster,
-    RayClusterSpec,
-    pid_alive,
-    start_head_node,
-    start_worker_node,
-)
+from rllm_sweeps.runtime.job_ray import RAY_FILE, job_ray_cluster
+from rllm_sweeps.runtime.nodes import start_head_node, start_worker_node
+from rllm_sweeps.runtime.processes import pid_alive
+from rllm_sweeps.runtime.spec import RayClusterSpec
 
 SPEC = RayClusterSpec(num_cpus=2, object_store_memory_mb=100)
 
 
 def one_local(with_init: bool) -> tuple[float, float, float]:
-    t0 = time.perf_counter()
-    c = LocalRayCluster(SPEC).start()
-    up = time.perf_counter() - t0
     init = float("nan")
-    try:
-        if with_init:
-            t1 = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-c", "import ray; ray.init(); ray.shutdown()"],
-                env=dict(os.environ),
-                check=True,
-                capture_output=True,
-            )
-            init = time.perf_counter() - t1
-    finally:
-        t2 = time.perf_counter()
-        c.stop()
+    with tempfile.TemporaryDirectory() as job_dir:
+        with contextlib.ExitStack() as stack:
+            t0 = time.perf_counter()
+            stack.enter_context(job_ray_cluster(Path(job_dir), num_cpus=SPEC.num_cpus, num_gpus=0))
+            up = time.perf_counter() - t0
+            if with_init:
+                t1 = time.perf_counter()
+                subprocess.run(
+                    [sys.executable, "-c", "import ray; ray.init(); ray.shutdown()"],
+                    env=dict(os.environ),
+                    check=True,
+                    capture_output=True,
+                )
+                init = time.perf_counter() - t1
+            t2 = time.perf_counter()
         down = time.perf_counter() - t2
-    assert not [p for p, s in c.recorded_pids.items() if pid_alive(p, s)]
+        pids = json.loads((Path(job_dir) / RAY_FILE).read_text())["pids"]
+    assert not [p for p in pids if pid_alive(p)]
     return up, init, down
 
 

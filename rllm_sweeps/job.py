@@ -292,7 +292,7 @@ def backend_uses_ray(cfg: DictConfig) -> bool:
 def ray_node_resources(cfg: DictConfig) -> tuple[int, int]:
     """(CPUs, GPUs) Ray may use: SLURM's allocation inside a SLURM job (Ray hangs when it
     assumes more CPUs than the allocation has), else the job's resources.*."""
-    from rllm_sweeps.runtime.ray_cluster import slurm_node_resources
+    from rllm_sweeps.runtime.slurm_env import slurm_node_resources
 
     if "SLURM_JOB_ID" in os.environ:
         return slurm_node_resources()
@@ -344,7 +344,7 @@ def failure_kind(err: BaseException) -> str:
     try:
         import ray.exceptions
 
-        from rllm_sweeps.runtime.ray_cluster import RayClusterError
+        from rllm_sweeps.runtime.errors import RayClusterError
 
         infrastructure += (ray.exceptions.RaySystemError, ray.exceptions.RayActorError, RayClusterError)
     except ImportError:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rllm_sweeps.results import VALIDATION_METRICS, JobResult, read_metrics
-from rllm_sweeps.runtime.ray_cluster import pid_alive
+from rllm_sweeps.runtime.processes import pid_alive
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = str(REPO / "train.py")

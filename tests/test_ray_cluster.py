@@ -1,19 +1,23 @@
-"""Per-job Ray clusters, against real Ray (no mocks).
+"""The job's Ray cluster (``runtime/job_ray.py``) and the pieces it is built from, against real
+Ray (no mocks).
 
-Each test starts real `ray start --block` processes; the whole file takes
-roughly 40-60 s on a 2-core machine.
+Each slow test starts real `ray start --block` processes through the job's own path
+(``job_ray_cluster`` on rank 0, ``python -m rllm_sweeps.runtime.job_ray worker`` on rank k);
+the whole file takes roughly 1 minute on a 2-core machine.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -21,17 +25,14 @@ import pytest
 
 pytest.importorskip("ray")
 
-from rllm_sweeps.runtime.ray_cluster import (  # noqa: E402
-    MAX_TEMP_DIR_LEN,
-    LocalRayCluster,
-    RayClusterError,
-    RayClusterSpec,
-    RayPorts,
-    cluster_processes,
-    pid_alive,
-    slurm_node_resources,
-    wait_for_nodes,
-)
+from rllm_sweeps.runtime.errors import RayClusterError  # noqa: E402
+from rllm_sweeps.runtime.gcs import tcp_reachable, wait_for_nodes  # noqa: E402
+from rllm_sweeps.runtime.job_ray import RAY_FILE, job_ray_cluster, worker_file  # noqa: E402
+from rllm_sweeps.runtime.nodes import start_head_node  # noqa: E402
+from rllm_sweeps.runtime.ports import RayPorts, allocate_ports  # noqa: E402
+from rllm_sweeps.runtime.processes import cluster_processes, pid_alive  # noqa: E402
+from rllm_sweeps.runtime.slurm_env import slurm_node_resources  # noqa: E402
+from rllm_sweeps.runtime.spec import MAX_TEMP_DIR_LEN, RayClusterSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = 100  # MB of object store: small and fast on CI machines
@@ -56,6 +57,25 @@ CHILD = textwrap.dedent(
     """
 )
 
+# A rank 0 holding its job's Ray cluster as job.py does, with the runtime's SIGTERM handling:
+# prints what it brought up, then holds it until its stdin closes.
+HOLDER = textwrap.dedent(
+    """
+    import dataclasses, json, os, sys
+    from pathlib import Path
+    from rllm_sweeps.runtime.job_ray import job_ray_cluster
+    from rllm_sweeps.runtime.signals import sigterm_raises
+
+    job_dir, cpus, nodes = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    with sigterm_raises():
+        with job_ray_cluster(job_dir, num_cpus=cpus, num_gpus=0, nodes=nodes) as ray:
+            print(json.dumps({"address": ray.address, "RAY_ADDRESS": os.environ["RAY_ADDRESS"],
+                              "nodes": [dataclasses.asdict(n) for n in ray.nodes],
+                              "pids": ray.record["pids"]}), flush=True)
+            sys.stdin.read()
+    """
+)
+
 
 def _child_ray_init(env: dict[str, str]) -> dict:
     r = subprocess.run(
@@ -70,10 +90,37 @@ def _child_ray_init(env: dict[str, str]) -> dict:
     return json.loads(lines[-1][len("RESULT ") :])
 
 
-def _assert_all_gone(recorded: dict[int, int], session_id: int) -> None:
-    alive = [p for p, s in recorded.items() if pid_alive(p, s)]
+def _env(**extra: str) -> dict[str, str]:
+    """This environment outside any SLURM job (the attempt token is None), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env.pop("RAY_ADDRESS", None)
+    return {**env, **extra}
+
+
+def _session(pids: list[int]) -> tuple[int, dict[int, int]]:
+    """The node's session id (shared by its processes: Ray's own setpgrp keeps the session) and
+    its live {pid: starttime}, while the node runs."""
+    sids: collections.Counter[int] = collections.Counter()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # a short-lived process of the node
+            sids[os.getsid(pid)] += 1
+    sid = sids.most_common(1)[0][0]
+    return sid, cluster_processes(sid)
+
+
+def _assert_all_gone(pids: list[int], starts: dict[int, int], session_id: int) -> None:
+    alive = [p for p in pids if pid_alive(p, starts.get(p))]
     assert alive == [], f"cluster processes survived: {alive}"
     assert cluster_processes(session_id) == {}
+
+
+def _record(job_dir: Path) -> dict:
+    return json.loads((job_dir / RAY_FILE).read_text())
+
+
+def _temp_dir(node: dict) -> Path:
+    return Path(node["session_dir"]).parent
 
 
 # ---------------------------------------------------------------- cheap ones
@@ -102,99 +149,67 @@ def test_port_block_layout_is_disjoint() -> None:
     assert not set(ports) & set(b.all_ports())
 
 
+def test_a_port_block_locked_by_another_node_or_in_use_elsewhere_is_skipped(tmp_path, monkeypatch) -> None:
+    # Three blocks of 16 ports outside the range real clusters use (20000-32768), own lock dir.
+    lo, size = 14016, 16
+    monkeypatch.setenv("RLLM_RAY_PORT_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("RLLM_RAY_PORT_RANGE", f"{lo}-{lo + 3 * size}")
+    with allocate_ports(size) as a, allocate_ports(size) as b:
+        assert a.ports.gcs != b.ports.gcs  # a held lease keeps its block from every other node
+        (free,) = {lo, lo + size, lo + 2 * size} - {a.ports.gcs, b.ports.gcs}
+        with socket.socket() as busy:  # one worker port of the last block is taken by a stranger
+            busy.bind(("", free + size - 1))
+            busy.listen()
+            with pytest.raises(RayClusterError, match="no free block"):
+                allocate_ports(size)
+        taken = a.ports.gcs
+        a.release()
+        with allocate_ports(size) as c:
+            assert c.ports.gcs in {taken, free} and c.ports.gcs != b.ports.gcs
+
+
 # ------------------------------------------------------------- real clusters
 
 
 @pytest.mark.slow
-def test_local_cluster_exports_address_and_stops_everything(monkeypatch) -> None:
-    """(a) RAY_ADDRESS points at the cluster and a bare ray.init() in a child
-    sees num_cpus as given; (c) after exit none of its processes remain."""
+def test_job_cluster_exports_its_address_and_stops_everything(tmp_path, monkeypatch) -> None:
+    """(a) RAY_ADDRESS points at the job's cluster and a bare ray.init() in a child sees
+    num_cpus as given; (c) after exit none of its processes remain."""
     decoy = "127.0.0.1:1"  # another cluster's address must never be used
     monkeypatch.setenv("RAY_ADDRESS", decoy)
-    spec = RayClusterSpec(num_cpus=3, object_store_memory_mb=SMALL)  # 3 > cores: from spec
-    with LocalRayCluster(spec) as c:
-        assert os.environ["RAY_ADDRESS"] == c.address
-        assert c.address.endswith(f":{c.ports.gcs}")
+    for key in [k for k in os.environ if k.startswith("SLURM_")]:
+        monkeypatch.delenv(key)
+    with job_ray_cluster(tmp_path, num_cpus=3, num_gpus=0) as ray:  # 3 > cores: from the caller
+        assert os.environ["RAY_ADDRESS"] == ray.address == _record(tmp_path)["address"]
+        (head,) = ray.nodes
+        assert head.is_head and ray.node_count == 1 == _record(tmp_path)["nodes"]
+        # the node runs on the port block it holds: GCS at the base, node manager in the layout
+        ports = RayPorts.from_base(int(ray.address.rpartition(":")[2]))
+        assert head.node_manager_port == ports.node_manager
         got = _child_ray_init(dict(os.environ))
-        assert got == {"gcs": c.address, "cpus": 3.0, "nodes": 1, "probe": "ok"}
-        live = c.pids()
-        assert c.session_id in live and len(live) >= 4  # ray start, gcs, raylet, ...
-        # a start that cannot work fails fast, names its log, and leaves c alone
-        clash = RayClusterSpec(num_cpus=1, object_store_memory_mb=SMALL, port=c.ports.gcs)
+        assert got == {"gcs": ray.address, "cpus": 3.0, "nodes": 1, "probe": "ok"}
+        sid, live = _session(ray.record["pids"])
+        assert sid in live and len(live) >= 4  # ray start, gcs, raylet, ...
+        # a start that cannot work (on this cluster's ports) fails fast, names its log, and
+        # leaves the job's cluster alone
+        clash = RayClusterSpec(num_cpus=1, object_store_memory_mb=SMALL, port=ports.gcs)
         with pytest.raises(RayClusterError, match=r"ray-start\.log") as err:
-            LocalRayCluster(clash).start()
+            start_head_node(clash)
         shutil.rmtree(str(err.value).split("log: ")[1].split()[0].rsplit("/", 1)[0])
-        assert os.environ["RAY_ADDRESS"] == c.address
-        assert len(wait_for_nodes(c.address, 1, timeout=10)) == 1
-        temp_dir, sid = c.temp_dir, c.session_id
-    recorded = c.recorded_pids
+        assert os.environ["RAY_ADDRESS"] == ray.address
+        assert len(wait_for_nodes(ray.address, 1, timeout=10)) == 1
+        temp_dir = Path(head.session_dir).parent
     assert os.environ["RAY_ADDRESS"] == decoy  # restored
-    _assert_all_gone(recorded, sid)
+    _assert_all_gone(_record(tmp_path)["pids"], live, sid)
     assert not temp_dir.exists()
 
 
-@pytest.mark.slow
-def test_two_clusters_at_once_get_distinct_addresses() -> None:
-    """(b) two jobs on one machine, started concurrently, don't collide."""
-    results: dict[int, dict] = {}
-    errors: list[BaseException] = []
-
-    def job(cpus: int) -> None:
-        try:
-            spec = RayClusterSpec(num_cpus=cpus, object_store_memory_mb=SMALL)
-            # threads share os.environ: pass the address explicitly instead
-            with LocalRayCluster(spec, export_env=False) as c:
-                got = _child_ray_init(c.env())
-                results[cpus] = {
-                    "address": c.address,
-                    "ports": set(c.ports.all_ports()),
-                    "got": got,
-                    "recorded": c.recorded_pids,
-                    "sid": c.session_id,
-                }
-                # hold the cluster until both are up, so they overlap in time
-                deadline = time.monotonic() + 60
-                while len(results) < 2 and time.monotonic() < deadline and not errors:
-                    time.sleep(0.1)
-            results[cpus]["recorded"] = c.recorded_pids
-        except BaseException as e:  # surfaced below
-            errors.append(e)
-
-    threads = [threading.Thread(target=job, args=(n,)) for n in (1, 2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=180)
-    assert not errors, errors
-    a, b = results[1], results[2]
-    assert a["address"] != b["address"]
-    assert not a["ports"] & b["ports"]
-    for cpus, r in results.items():
-        assert r["got"]["gcs"] == r["address"]
-        assert r["got"]["cpus"] == float(cpus)
-        assert r["got"]["probe"] == "ok"
-        _assert_all_gone(r["recorded"], r["sid"])
-
-
-HOLDER = textwrap.dedent(
-    """
-    import json, sys, time
-    from rllm_sweeps.runtime.ray_cluster import LocalRayCluster, RayClusterSpec, sigterm_raises
-    with sigterm_raises():
-        with LocalRayCluster(RayClusterSpec(num_cpus=1, object_store_memory_mb=100)) as c:
-            print(json.dumps({"sid": c.session_id, "pids": c.recorded_pids,
-                              "temp_dir": str(c.temp_dir), "lock": str(c.node._lease.lock_path)}),
-                  flush=True)
-            time.sleep(600)
-    """
-)
-
-
-def _start_holder() -> subprocess.Popen:
+def _start_holder(job_dir: Path, cpus: int, nodes: int = 1, **env: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-c", HOLDER],
+        [sys.executable, "-c", HOLDER, str(job_dir), str(cpus), str(nodes)],
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=_env(**env),
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -206,8 +221,43 @@ def _read_holder(p: subprocess.Popen) -> dict:
     line = p.stdout.readline()
     assert line, p.stderr.read() if p.stderr else ""
     info = json.loads(line)
-    info["pids"] = {int(k): v for k, v in info["pids"].items()}
+    info["sid"], info["procs"] = _session(info["pids"])
     return info
+
+
+def _kill(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.slow
+def test_two_job_clusters_at_once_get_distinct_addresses(tmp_path) -> None:
+    """(b) two jobs on one machine, started concurrently, don't collide."""
+    cpus = {"a": 1, "b": 2}
+    holders = {name: _start_holder(tmp_path / name, n) for name, n in cpus.items()}
+    try:
+        infos = {name: _read_holder(p) for name, p in holders.items()}  # both up at once
+        for name, info in infos.items():
+            assert info["RAY_ADDRESS"] == info["address"]
+            got = _child_ray_init(_env(RAY_ADDRESS=info["RAY_ADDRESS"]))
+            assert got["gcs"] == info["address"]
+            assert got["cpus"] == float(cpus[name])
+            assert got["probe"] == "ok"
+        a, b = infos["a"], infos["b"]
+        assert a["address"] != b["address"]
+        ports = {n: set(RayPorts.from_base(int(i["address"].rpartition(":")[2])).all_ports()) for n, i in infos.items()}
+        assert not ports["a"] & ports["b"]
+        for p in holders.values():
+            assert p.stdin is not None
+            p.stdin.close()  # the job ends
+            assert p.wait(timeout=60) == 0, p.stderr.read() if p.stderr else ""
+        for name, info in infos.items():
+            _assert_all_gone(_record(tmp_path / name)["pids"], info["procs"], info["sid"])
+            assert not _temp_dir(info["nodes"][0]).exists()
+    finally:
+        _kill(list(holders.values()))
 
 
 def _wait_session_gone(sid: int, timeout: float) -> dict[int, int]:
@@ -221,11 +271,10 @@ def _wait_session_gone(sid: int, timeout: float) -> dict[int, int]:
 
 
 @pytest.mark.slow
-def test_sigterm_and_sigkill_to_holder_leave_no_ray_process() -> None:
-    """(d) SIGTERM to a process holding a cluster tears the cluster down
+def test_sigterm_and_sigkill_to_holder_leave_no_ray_process(tmp_path) -> None:
+    """(d) SIGTERM to a process holding its job's cluster tears the cluster down
     (Terminated unwinds the `with`); SIGKILL too (PDEATHSIG -> ray start)."""
-    term, kill = _start_holder(), _start_holder()
-    t_info: dict = {}
+    term, kill = _start_holder(tmp_path / "term", 1), _start_holder(tmp_path / "kill", 1)
     k_info: dict = {}
     try:
         t_info, k_info = _read_holder(term), _read_holder(kill)
@@ -233,71 +282,75 @@ def test_sigterm_and_sigkill_to_holder_leave_no_ray_process() -> None:
         kill.send_signal(signal.SIGKILL)
         assert term.wait(timeout=60) == 128 + signal.SIGTERM
         # the SIGTERMed holder stopped its cluster before exiting
-        _assert_all_gone(t_info["pids"], t_info["sid"])
-        assert not Path(t_info["temp_dir"]).exists()
+        _assert_all_gone(_record(tmp_path / "term")["pids"], t_info["procs"], t_info["sid"])
+        assert not _temp_dir(t_info["nodes"][0]).exists()
         assert kill.wait(timeout=10) == -signal.SIGKILL
         # nobody ran our teardown: ray start --block got SIGTERM by PDEATHSIG
         assert _wait_session_gone(k_info["sid"], 30) == {}
-        _assert_all_gone(k_info["pids"], k_info["sid"])
+        _assert_all_gone(k_info["pids"], k_info["procs"], k_info["sid"])
     finally:
-        for p in (term, kill):
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        _kill([term, kill])
     # the SIGKILLed holder could not remove its temp dir
-    shutil.rmtree(k_info["temp_dir"], ignore_errors=True)
+    if k_info:
+        shutil.rmtree(_temp_dir(k_info["nodes"][0]), ignore_errors=True)
 
 
 @pytest.mark.slow
 def test_head_and_worker_join_two_nodes(tmp_path: Path) -> None:
-    """(e) multi-node variant on one machine, through the sbatch-facing CLI:
-    a head `node` task and a worker `node` task (own temp dirs and port
-    blocks) form one 2-node cluster; `wait --nodes 2` returns the address;
-    SIGTERM to each task stops its node's processes and nothing else."""
-    addr_file = tmp_path / "ray.json"
-    common = ["--address-file", str(addr_file), "--token", f"t{os.getpid()}", "--timeout", "90"]
-    mod = [sys.executable, "-m", "rllm_sweeps.runtime.ray_cluster"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("SLURM_JOB_NODELIST", None)
-
-    def node(role: str, cpus: int) -> subprocess.Popen:
-        argv = [*mod, "node", "--role", role, "--num-cpus", str(cpus), "--num-gpus", "0"]
-        argv += ["--object-store-memory-mb", str(SMALL), *common]
-        return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    procs = [node("head", 1), node("worker", 2)]  # worker polls for the head's file
+    """(e) the multi-node protocol on one machine: rank 0's job_ray_cluster(nodes=2) and rank 1's
+    `python -m rllm_sweeps.runtime.job_ray worker` (own temp dirs and port blocks) form one 2-node
+    cluster before the job gets its address; SIGTERM to each task stops its node's processes
+    and nothing else."""
+    # The allocation's host list, as `scontrol show hostnames` would print it for one machine.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text("#!/bin/sh\necho localhost\n")
+    (bin_dir / "scontrol").chmod(0o755)
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    slurm = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_NODELIST": "localhost"}
+    head = _start_holder(job_dir, 1, nodes=2, **slurm)
+    worker = subprocess.Popen(  # polls for rank 0's ray.json
+        [sys.executable, "-m", "rllm_sweeps.runtime.job_ray", "worker", str(job_dir), "--rank", "1"],
+        cwd=REPO,
+        env=_env(SLURM_CPUS_ON_NODE="2", SLURM_GPUS_ON_NODE="0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        waited = subprocess.run(
-            [*mod, "wait", "--nodes", "2", *common], env=env, capture_output=True, text=True, timeout=120
-        )
-        assert waited.returncode == 0, waited.stderr[-3000:]
-        address = waited.stdout.strip().splitlines()[-1]
-        infos = []
-        for p in procs:
-            assert p.stdout is not None
-            line = p.stdout.readline()
-            assert line, p.stderr.read() if p.stderr else ""
-            infos.append(json.loads(line))
-        head, worker = infos
-        assert head["role"] == "head" and worker["role"] == "worker"
-        assert head["address"] == worker["address"] == address
-        assert head["temp_dir"] != worker["temp_dir"]
-        nodes = wait_for_nodes(address, 2, timeout=30)
-        assert sorted(n.is_head for n in nodes) == [False, True]
-        assert sum(n.resources["CPU"] for n in nodes) == 3.0
-        by_dir = {n.session_dir.rsplit("/", 1)[0]: n for n in nodes}
-        assert by_dir[worker["temp_dir"]].resources["CPU"] == 2.0
-        assert by_dir[head["temp_dir"]].is_head
-        pids = {i["session_id"]: cluster_processes(i["session_id"]) for i in infos}
-        assert all(len(v) >= 3 for v in pids.values())
-        for p in reversed(procs):  # worker first, then head
-            p.send_signal(signal.SIGTERM)
-            assert p.wait(timeout=60) == 128 + signal.SIGTERM
-        for sid, recorded in pids.items():
-            _assert_all_gone(recorded, sid)
-        assert not Path(head["temp_dir"]).exists() and not Path(worker["temp_dir"]).exists()
+        info = _read_holder(head)  # only after both nodes are alive
+        address = info["address"]
+        record = _record(job_dir)
+        assert record["address"] == address and record["nodes"] == 2 and len(record["node_addresses"]) == 2
+        nodes = info["nodes"]
+        assert sorted(n["is_head"] for n in nodes) == [False, True]
+        assert sum(n["resources"]["CPU"] for n in nodes) == 3.0
+        (w_node,) = [n for n in nodes if not n["is_head"]]
+        (h_node,) = [n for n in nodes if n["is_head"]]
+        assert w_node["resources"]["CPU"] == 2.0  # SLURM's CPUs of the worker's node
+        assert _temp_dir(h_node) != _temp_dir(w_node)
+        deadline = time.monotonic() + 30
+        while not worker_file(job_dir, 1).exists():
+            assert time.monotonic() < deadline and worker.poll() is None, worker.stderr.read()[-3000:]
+            time.sleep(0.1)
+        mine = json.loads(worker_file(job_dir, 1).read_text())
+        assert mine["head"] == address
+        w_sid, w_procs = _session(mine["pids"])
+        assert len(info["procs"]) >= 3 and len(w_procs) >= 3
+        assert w_sid != info["sid"] and not set(w_procs) & set(info["procs"])
+
+        worker.send_signal(signal.SIGTERM)  # the worker's task first ...
+        assert worker.wait(timeout=60) == 128 + signal.SIGTERM, worker.stderr.read()[-3000:]
+        _assert_all_gone(json.loads(worker_file(job_dir, 1).read_text())["pids"], w_procs, w_sid)
+        assert not _temp_dir(w_node).exists()
+        # ... stops its node and nothing else: the head still runs and answers
+        assert pid_alive(info["sid"], info["procs"][info["sid"]]) and tcp_reachable(address)
+        assert len(wait_for_nodes(address, 1, timeout=10, where=lambda n: n.is_head)) == 1
+
+        head.send_signal(signal.SIGTERM)  # ... then rank 0's
+        assert head.wait(timeout=60) == 128 + signal.SIGTERM
+        _assert_all_gone(_record(job_dir)["pids"], info["procs"], info["sid"])
+        assert not _temp_dir(h_node).exists()
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        _kill([worker, head])

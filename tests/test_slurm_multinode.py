@@ -18,7 +18,7 @@ from test_slurm_sweep import QUICK
 from rllm_sweeps.records.attempts import latest_scheduler_id
 from rllm_sweeps.results import JobResult, read_metrics
 from rllm_sweeps.runtime.job_ray import JOIN_TIMEOUT_S
-from rllm_sweeps.runtime.ray_cluster import pid_alive
+from rllm_sweeps.runtime.processes import pid_alive
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]

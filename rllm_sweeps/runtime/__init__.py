@@ -1,38 +1,13 @@
-"""Runtime pieces a training job needs around its engine (per-job Ray cluster).
+"""Runtime pieces a training job needs around its engine: its own Ray cluster.
 
-Names are loaded lazily so that ``python -m rllm_sweeps.runtime.ray_cluster``
-runs without importing the module twice.
+- ``job_ray``: the job's Ray cluster on every node of its allocation (what ``job.py`` and the
+  SLURM task use), and its record ``ray.json``.
+- ``nodes``: one Ray node we own (start, wait until it answers, stop exactly its processes).
+- ``commands``: the ``ray start`` argv of a head or worker node.
+- ``spec``: what a node is given (``RayClusterSpec``); ``ports``: its locked port block.
+- ``gcs``: queries to a cluster's GCS (alive nodes, reachability, address, driver disconnect).
+- ``processes``: a node's processes from /proc; ``signals``: SIGTERM as an exception.
+- ``slurm_env``: this node's CPUs/GPUs, hosts and attempt under SLURM; ``errors``: RayClusterError.
+
+Nothing is imported here, so ``python -m rllm_sweeps.runtime.job_ray`` loads its module once.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
-_EXPORTS = {
-    "LocalRayCluster",
-    "NodeInfo",
-    "RayClusterError",
-    "RayClusterSpec",
-    "RayNode",
-    "RayPorts",
-    "Terminated",
-    "allocate_ports",
-    "head_command",
-    "install_sigterm_handler",
-    "sigterm_raises",
-    "slurm_head_host",
-    "slurm_node_resources",
-    "start_head_node",
-    "start_worker_node",
-    "wait_for_nodes",
-    "worker_command",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module("rllm_sweeps.runtime.ray_cluster"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -43,21 +43,12 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.results import write_json_atomic
-from rllm_sweeps.runtime.ray_cluster import (
-    NodeInfo,
-    RayClusterError,
-    RayClusterSpec,
-    RayNode,
-    attempt_token,
-    disconnect_driver,
-    sigterm_raises,
-    slurm_head_host,
-    slurm_node_resources,
-    start_head_node,
-    start_worker_node,
-    tcp_reachable,
-    wait_for_nodes,
-)
+from rllm_sweeps.runtime.errors import RayClusterError
+from rllm_sweeps.runtime.gcs import NodeInfo, disconnect_driver, tcp_reachable, wait_for_nodes
+from rllm_sweeps.runtime.nodes import RayNode, start_head_node, start_worker_node
+from rllm_sweeps.runtime.signals import sigterm_raises
+from rllm_sweeps.runtime.slurm_env import attempt_token, slurm_head_host, slurm_node_resources
+from rllm_sweeps.runtime.spec import RayClusterSpec
 
 RAY_FILE = "ray.json"
 JOIN_TIMEOUT_S = 300.0  # worker nodes start in parallel with the head; SLURM may start them late
