@@ -113,8 +113,19 @@ def main() -> int:
         t = time.perf_counter()
         trainer.setup()
         t_setup = time.perf_counter() - t
-        summary = trainer.fit()
+        t = time.perf_counter()
+        trainer.fit()
+        t_fit = time.perf_counter() - t
 
+    rewards = [v["val_reward_mean"] for v in vals]
+    summary = {
+        "steps": trainer.state.step,
+        "total_steps": trainer.total_steps,
+        "val_reward_first": rewards[0] if rewards else float("nan"),
+        "val_reward_last": rewards[-1] if rewards else float("nan"),
+        "val_reward_best": max(rewards) if rewards else float("nan"),
+        "time_fit_s": t_fit,
+    }
     first3 = sum(m["time_step_s"] for m in steps[:1])
     later = [m["time_step_s"] for m in steps[1:]]
     summary.update(

@@ -58,7 +58,7 @@ BUILDER_FORCED: dict[str, tuple[Any, str]] = {
 # SkyRL's builder also turns its KL loss off: rules.py refuses algorithm.use_kl_loss there.
 
 # Native settings whose meaning the loop implements on every engine: the advantages
-# (training/advantages.py) and the loss reduction (loop.py loss_agg_scales). SkyRL's workers never
+# (training/advantages.py) and the loss reduction (datums.py loss_agg_scales). SkyRL's workers never
 # read them (skyrl/backends mentions them in comments only); its validate_cfg judges them against
 # SkyRL's own PPO loop, so it sees SkyRL's defaults in their place, and rules.py judges the values
 # by their common keys (a name only rLLM has, such as reinforce, is valid here).

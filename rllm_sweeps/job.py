@@ -179,6 +179,7 @@ def _train(
     from rllm_sweeps.runtime.job_ray import allocation_nodes, job_ray_cluster, no_ray
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.trackers import make_trackers
+    from rllm_sweeps.training.checkpoints import checkpoint_name
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer
     from rllm_sweeps.training.settings import LoopSettings
     from rllm_sweeps.training.trial import TrialReporter
@@ -257,7 +258,7 @@ def _train(
             stop.in_training = False
             # A superseded attempt saves nothing: the job's new attempt owns the checkpoints.
             if should_stop() and first_step < trainer.state.step < trainer.total_steps and fence.current():
-                trainer.save_checkpoint(JobPaths(job_dir).checkpoints / f"step_{trainer.state.step}")
+                trainer.save_checkpoint(JobPaths(job_dir).checkpoints / checkpoint_name(trainer.state.step))
         finally:
             stop.in_training = False
             metrics_log.close()
@@ -405,7 +406,7 @@ def _cuda_available() -> bool:
 
 def find_resume_point(cfg: DictConfig, job_dir: Path, chash: str, previous: JobResult | None) -> Path | None:
     """The checkpoint to resume from (trainer.resume_mode=auto), or None to start fresh."""
-    from rllm_sweeps.training.loop import latest_checkpoint
+    from rllm_sweeps.training.checkpoints import latest_checkpoint
 
     ckpt = latest_checkpoint(JobPaths(job_dir).checkpoints)
     if ckpt is None or cfg.trainer.resume_mode == "disable":

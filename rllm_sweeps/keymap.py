@@ -92,7 +92,7 @@ def _engine_to_strategy(engine: Any) -> Any:
 
 
 # rLLM's loss aggregation names (verl's spelling) -> SkyRL's loss_reduction names. The loop
-# implements every mode (training/loop.py loss_agg_scales); a mode only one side has keeps its
+# implements every mode (training/datums.py loss_agg_scales); a mode only one side has keeps its
 # name on both: rLLM's seq-mean-token-sum, SkyRL's token_mean_legacy and prompt_mean.
 _LOSS_AGG = {
     "token-mean": "token_mean",

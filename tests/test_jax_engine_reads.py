@@ -58,16 +58,19 @@ def trainer(backend_and_tokenizer, tmp_path, model_id: str, *overrides: str, eng
 
 def sample(t: RLTrainer, examples: list[dict], n: int, top_k: int) -> list[list[int]]:
     """``n`` responses per example at temperature 1 (single-turn episodes), in (example, sample) order."""
+    from rllm_sweeps.training.prompts import PromptBatch
     from rllm_sweeps.workflows.client import Sampling, SeedPlan
 
     sampling = Sampling(1.0, 1.0, top_k, t.settings.max_response_length)
-    episodes, _ = t._run_episodes(examples, n, sampling, SeedPlan(0, 0, 0, len(examples) * n), first_index=0)
+    episodes, _ = t._run_episodes(PromptBatch(examples, n, sampling, SeedPlan(0, 0, 0, len(examples) * n)))
     return [e.trajectories[0].steps[0].response_ids for e in episodes]
 
 
 def group_responses(t: RLTrainer, top_k: int) -> list[set[tuple[int, ...]]]:
     """The distinct responses of each prompt of the first training batch, at temperature 1."""
-    examples, _ = t._train_batch(0)
+    from rllm_sweeps.training.prompts import train_batch
+
+    examples = list(train_batch(t.task.train, t.settings, 0).examples)
     responses = sample(t, examples, 4, top_k)
     return [{tuple(r) for r in responses[i * 4 : (i + 1) * 4]} for i in range(len(examples))]
 

@@ -1,11 +1,11 @@
-"""algorithm.loss_agg_mode on each backend's own reduction: pure arithmetic (training/loop.py)."""
+"""algorithm.loss_agg_mode on each backend's own reduction: pure arithmetic (training/datums.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rllm_sweeps.training.loop import loss_agg_scales
+from rllm_sweeps.training.datums import loss_agg_scales
 
 LENGTHS = [3, 1, 6, 2]  # response tokens of four sequences
 MAX_LEN = 8

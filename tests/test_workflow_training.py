@@ -15,14 +15,13 @@ import numpy as np
 import pytest
 
 from rllm_sweeps.training.advantages import compute_advantages, compute_group_advantages
+from rllm_sweeps.training.datums import Datum, loss_agg_scales
 from rllm_sweeps.training.episodes import (
     assign_advantages,
-    datum,
     group_trajectories,
     mini_batches,
     trajectory_sequences,
 )
-from rllm_sweeps.training.loop import loss_agg_scales
 from rllm_sweeps.workflows.client import RolloutClient, Sampling, SeedPlan
 from rllm_sweeps.workflows.episode import Episode, Step, Termination, Trajectory
 from rllm_sweeps.workflows.solver_judge import picked
@@ -102,13 +101,13 @@ def test_observation_tokens_carry_no_loss_and_continuing_turns_form_one_sequence
     (seq,) = trajectory_sequences(t, advantage=0.5, group=3)
     assert seq.tokens == prompt + r1 + obs + r2
     assert seq.mask == [0, 0, 0, 1, 1, 0, 0, 0, 1]
-    d = datum(seq)
-    assert d["input"] == seq.tokens[:-1] and d["target"] == seq.tokens[1:]
+    d = Datum.from_sequence(seq)
+    assert d.inputs == seq.tokens[:-1] and d.targets == seq.tokens[1:]
     # target t is token t+1: weights on the two replies' tokens only, never on prompt or observation
-    assert d["weights"] == [0, 0, 1, 1, 0, 0, 0, 1]
-    assert d["logprobs"] == [0, 0, -1.0, -2.0, 0, 0, 0, -3.0]
-    assert d["advantages"] == [0, 0, 0.5, 0.5, 0, 0, 0, 0.5]
-    assert d["n_resp"] == 3 and d["group"] == 3
+    assert d.weights == [0, 0, 1, 1, 0, 0, 0, 1]
+    assert d.logprobs == [0, 0, -1.0, -2.0, 0, 0, 0, -3.0]
+    assert d.advantages == [0, 0, 0.5, 0.5, 0, 0, 0, 0.5]
+    assert d.trained_tokens == 3 and d.group == 3
 
 
 def test_a_step_with_a_fresh_prompt_starts_a_new_sequence_and_empty_replies_train_nothing():

@@ -4,7 +4,7 @@
              -> assign_advantages (algorithm.adv_estimator, or workflow.role_estimators[role])
              -> trajectory_sequences: one sequence per run of steps that continue each other
              -> mini_batches (data.train_batch_size / trainer.mini_batch_size of them, over trajectories)
-             -> datums: next-token examples, loss only on the policy's own tokens
+             -> datums (datums.py): next-token examples, loss only on the policy's own tokens
 
 A trajectory's steps continue each other when a step's prompt is the previous step's prompt +
 response + observation (a multi-turn conversation): they become one sequence, whose observation
@@ -112,31 +112,11 @@ def mini_batches(items: Sequence, count: int) -> list[list]:
     return [list(items[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def datum(seq: TrainSequence) -> dict:
-    """A next-token training example: position t predicts token t+1 with that token's weight."""
-    return {
-        "input": seq.tokens[:-1],
-        "target": seq.tokens[1:],
-        "weights": [float(m) for m in seq.mask[1:]],
-        "logprobs": seq.logprobs[1:],
-        "advantages": [seq.advantage * m for m in seq.mask[1:]],
-        "n_resp": seq.trained_tokens,
-        "group": seq.group,
-    }
-
-
-def trained_positions(d: dict) -> np.ndarray:
-    """Positions of a datum that carry loss (the policy's tokens)."""
-    return np.flatnonzero(np.asarray(d["weights"]) > 0)
-
-
 __all__ = [
     "ScoredTrajectory",
     "TrainSequence",
     "assign_advantages",
-    "datum",
     "group_trajectories",
     "mini_batches",
-    "trained_positions",
     "trajectory_sequences",
 ]

@@ -66,4 +66,16 @@ class ChatFormat:
         return [t for m in messages for t in self.encode(m["content"])]
 
 
-__all__ = ["ChatFormat", "Messages"]
+def stop_token_ids(tokenizer: Any) -> list[int]:
+    """End-of-turn ids: the tokenizer's eos plus Qwen-style <|im_end|> / <|endoftext|> if present."""
+    ids = []
+    if tokenizer.eos_token_id is not None:
+        ids.append(int(tokenizer.eos_token_id))
+    vocab = tokenizer.get_vocab()
+    for tok in ("<|im_end|>", "<|endoftext|>"):
+        if tok in vocab and vocab[tok] not in ids:
+            ids.append(int(vocab[tok]))
+    return ids
+
+
+__all__ = ["ChatFormat", "Messages", "stop_token_ids"]

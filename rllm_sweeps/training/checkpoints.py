@@ -1,0 +1,88 @@
+"""A training checkpoint: a directory ``step_<k>/`` holding the backend's checkpoint of the policy
+(LoRA weights + optimizer state) as ``<model_id>.ckpt`` and ``trainer_state.json`` (the step;
+everything else is a function of it). ``latest`` names the newest complete one.
+
+Written under ``step_<k>.tmp`` and renamed: a directory named ``step_<k>`` is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rllm_sweeps.training.policy import Policy
+
+TRAINER_STATE_FILE = "trainer_state.json"
+LATEST_FILE = "latest"
+
+
+@dataclass
+class TrainerState:
+    """Everything the loop needs to resume besides the backend's checkpoint."""
+
+    step: int = 0  # training steps completed
+    val_history: list[dict] = field(default_factory=list)  # (step, val_reward_mean) of each validation
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainerState:
+        return cls(step=int(d["step"]), val_history=list(d.get("val_history", [])))
+
+
+def checkpoint_name(step: int) -> str:
+    return f"step_{step}"
+
+
+def save_checkpoint(path: Path, policy: Policy, state: TrainerState, *, mark_latest: bool) -> Path:
+    """Write ``path/`` = the policy's backend checkpoint + ``state`` (atomic rename); ``mark_latest``:
+    point the parent's ``latest`` file at it."""
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    policy.save(tmp / f"{policy.model_id}.ckpt")
+    (tmp / TRAINER_STATE_FILE).write_text(json.dumps(state.to_dict(), indent=2))
+    if path.exists():
+        shutil.rmtree(path)
+    os.replace(tmp, path)
+    if mark_latest:
+        latest = path.parent / (LATEST_FILE + ".tmp")
+        latest.write_text(path.name + "\n")
+        os.replace(latest, path.parent / LATEST_FILE)
+    return path
+
+
+def load_checkpoint(path: Path, policy: Policy, load_optimizer: bool = True) -> TrainerState:
+    """Restore the policy's weights (+ optimizer state) from ``path``; its trainer state."""
+    policy.load(path / f"{policy.model_id}.ckpt", load_optimizer=load_optimizer)
+    return TrainerState.from_dict(json.loads((path / TRAINER_STATE_FILE).read_text()))
+
+
+def latest_checkpoint(checkpoint_dir: str | os.PathLike) -> Path | None:
+    """The newest complete checkpoint under ``checkpoint_dir`` (via its ``latest`` file), or None."""
+    d = Path(checkpoint_dir)
+    latest = d / LATEST_FILE
+    if latest.is_file():
+        p = d / latest.read_text().strip()
+        if (p / TRAINER_STATE_FILE).is_file():
+            return p
+    steps = sorted(
+        (int(p.name.removeprefix("step_")), p)
+        for p in d.glob("step_*")
+        if p.name.removeprefix("step_").isdigit() and (p / TRAINER_STATE_FILE).is_file()
+    )
+    return steps[-1][1] if steps else None
+
+
+__all__ = [
+    "TRAINER_STATE_FILE",
+    "TrainerState",
+    "checkpoint_name",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "save_checkpoint",
+]
