@@ -26,6 +26,7 @@ from typing import IO, Any
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.cachedir import cache_dir
+from rllm_sweeps.config.paths import REPO_ROOT
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.records.attempts import AttemptFence, read_attempts
 from rllm_sweeps.records.layout import JobPaths
@@ -439,7 +440,7 @@ def package_versions() -> dict[str, str]:
 
 
 def git_revision() -> str | None:
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO_ROOT
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=5)
         dirty = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=5)

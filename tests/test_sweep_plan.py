@@ -9,12 +9,12 @@ import time
 import pytest
 from omegaconf import OmegaConf
 
+from rllm_sweeps.config.job_composer import JobComposer, Setting
 from rllm_sweeps.config.load import load_config
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.validate import ConfigError
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.keymap import BY_NATIVE
-from rllm_sweeps.sweep.jobconfig import JobComposer, Setting
 from rllm_sweeps.sweep.plan import PLAN_FILE, make_plan, plan_sweep
 from rllm_sweeps.sweep.spec import SWEEP_DIR, SweepError, SweepSpec
 from rllm_sweeps.sweep.values import parse_value

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig
 
 from rllm_sweeps.config import native
+from rllm_sweeps.config.paths import REPO_ROOT, checkout_file
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+CONF_DIR = REPO_ROOT / "conf"
 CONFIG_NAME = "config"
 
 
@@ -25,7 +24,7 @@ def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     app_hydra = global_hydra.hydra if global_hydra.is_initialized() else None
     global_hydra.clear()
     try:
-        with initialize_config_dir(str(CONF_DIR), version_base=None):
+        with initialize_config_dir(str(checkout_file(CONF_DIR)), version_base=None):
             return compose(CONFIG_NAME, overrides=list(overrides))
     finally:
         if app_hydra is not None:

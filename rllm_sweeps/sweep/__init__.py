@@ -9,8 +9,8 @@
 
 Modules, one concept each: spec (the DSL -> SweepSpec), space (points: lazy grid,
 Optuna-sampled), constraints (safe expressions), values (Hydra override texts),
-jobconfig (fast, exact composition + validation of a job), plan (jobs, totals, cost,
-dry-run table), runner (the launch loop over a job source), optuna_settings (the `optuna:`
+plan (jobs, totals, cost, dry-run table; each job's config from config/job_composer.py),
+runner (the launch loop over a job source), optuna_settings (the `optuna:`
 block: samplers, pruners), optuna_search (the Optuna job source: ask, tell, resume).
 docs/SWEEPS.md describes the DSL, docs/OPTUNA.md the Optuna search.
 """

@@ -30,14 +30,16 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.config.composed_base import Base
+from rllm_sweeps.config.job_composer import JobComposer, JobConfig, Setting
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.overrides import did_you_mean
+from rllm_sweeps.config.plain_tree import plain_get, related, value_is_plain
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
-from rllm_sweeps.sweep.jobconfig import Base, JobComposer, JobConfig, Setting, plain_get, related, value_is_plain
 from rllm_sweeps.sweep.space import Point, SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec, parse_sweep_lenient
 from rllm_sweeps.sweep.spool import JobSpool

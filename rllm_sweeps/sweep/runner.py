@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from rllm_sweeps.config.paths import REPO_ROOT, checkout_file
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
 from rllm_sweeps.results import (
@@ -38,8 +39,7 @@ from rllm_sweeps.sweep.plan import Plan, PlannedJob
 from rllm_sweeps.sweep.spec import Metric
 from rllm_sweeps.trackers import clock
 
-REPO = Path(__file__).resolve().parents[2]
-TRAIN = REPO / "train.py"
+TRAIN = REPO_ROOT / "train.py"
 FINAL_STATES = (COMPLETED, PRUNED)
 INFRASTRUCTURE = "infrastructure"
 USER = "user"
@@ -271,7 +271,7 @@ class SweepRunner:
         still running somewhere (a node SLURM lost touch with) can no longer write its records."""
         job = run.job
         overrides = [o for o in job.overrides if not is_hydra_override(o)]
-        argv = [sys.executable, str(TRAIN), *overrides, f"hydra.run.dir={run.job_dir}"]
+        argv = [sys.executable, str(checkout_file(TRAIN)), *overrides, f"hydra.run.dir={run.job_dir}"]
         path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
         generation = attempts.raise_generation(run.job_dir)
         env = {"PYTHONPATH": path, **self.metric_env, attempts.GENERATION_ENV: str(generation), **run.env}
