@@ -34,7 +34,7 @@ def command_line(argv: list[str], notify: Callable[[str], None]) -> list[str]:
     from pathlib import Path
 
     from rllm_sweeps.config.spelling import canonical_overrides
-    from rllm_sweeps.sweep.spec import is_sweep_file_path
+    from rllm_sweeps.sweep.parse_cli import is_sweep_file_path
 
     out = []
     for arg in canonical_overrides(argv, notify=notify):

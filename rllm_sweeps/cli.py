@@ -57,7 +57,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Dry run of a sweep: every job validated, the job table, totals and cost; runs nothing."""
-    from rllm_sweeps.sweep.plan import plan_sweep
+    from rllm_sweeps.sweep.planner import plan_sweep
 
     plan = plan_sweep(args.overrides, limit=args.rows)
     print(plan.render(rows=args.rows))

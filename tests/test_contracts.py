@@ -27,7 +27,7 @@ def test_the_slurm_launcher_has_both_capabilities_of_its_own():
 
 
 def test_a_plans_source_has_no_study_and_never_stops_early(tmp_path):
-    from rllm_sweeps.sweep.plan import plan_sweep
+    from rllm_sweeps.sweep.planner import plan_sweep
 
     source = StaticSource(plan_sweep(["trainer.lr=1e-3,2e-3"], validate=False), tmp_path)
     assert isinstance(source, JobSource) and source.pending() == 2

@@ -130,7 +130,7 @@ def test_what_skyrls_tinker_mode_builder_would_override_is_refused_with_the_reas
 
 
 def test_a_sweep_dimension_over_a_native_key_the_engine_does_not_read_fails_the_dry_run():
-    from rllm_sweeps.sweep.plan import plan_sweep
+    from rllm_sweeps.sweep.planner import plan_sweep
 
     with pytest.raises(SweepError) as info:
         plan_sweep(["skyrl.train.trainer.algorithm.policy_loss_type=regular,gspo,dual_clip"])
@@ -149,7 +149,7 @@ def test_a_sweep_dimension_over_a_native_key_the_engine_does_not_read_fails_the_
 
 
 def test_a_sweep_file_that_fixes_an_unread_native_key_fails_the_dry_run(tmp_path):
-    from rllm_sweeps.sweep.plan import plan_sweep
+    from rllm_sweeps.sweep.planner import plan_sweep
 
     path = tmp_path / "native.yaml"
     path.write_text(

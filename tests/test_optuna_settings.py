@@ -6,7 +6,8 @@ import optuna
 import pytest
 
 from rllm_sweeps.sweep.optuna_settings import PRUNERS, SAMPLERS, make_pruner, make_sampler
-from rllm_sweeps.sweep.spec import SweepError, SweepSpec, parse_sweep
+from rllm_sweeps.sweep.parse_cli import parse_sweep
+from rllm_sweeps.sweep.spec import SweepError, SweepSpec
 
 LR = {"trainer.lr": {"distribution": "log_uniform", "min": 1e-4, "max": 1e-2}}
 

@@ -9,7 +9,7 @@ import pytest
 
 from rllm_sweeps.results import COMPLETED, FAILED, PRUNED, JobResult
 from rllm_sweeps.sweep.optuna_search import OptunaSource
-from rllm_sweeps.sweep.spec import parse_sweep
+from rllm_sweeps.sweep.parse_cli import parse_sweep
 
 TrialState = optuna.trial.TrialState
 

@@ -33,7 +33,7 @@ def test_json_and_text_records_are_group_and_world_readable(tmp_path, umask_022)
 
 def test_a_report_is_readable_by_everyone_who_can_read_the_sweep(tmp_path, umask_022):
     from rllm_sweeps.report import write_report
-    from rllm_sweeps.sweep.plan import plan_sweep
+    from rllm_sweeps.sweep.planner import plan_sweep
 
     sweep = tmp_path / "sweep"
     assert mode(plan_sweep(["trainer.lr=1e-3,2e-3"], validate=False).write(sweep)) == 0o644  # plan.json

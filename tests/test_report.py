@@ -66,13 +66,18 @@ def plan_dict(
     }
     if seeds:
         spec["seeds"] = list(seeds)
+    metrics = spec["metric"] if isinstance(spec["metric"], list) else [spec["metric"]]
+    swept = [k for k, body in spec["parameters"].items() if len(body.get("values", [])) > 1 or "distribution" in body]
     n = len(points)
     totals = {"points": n, "jobs": len(jobs), "seeds": len(seeds or [None]), "candidates": n, "dropped": 0}
     totals |= {"validated": len(jobs), "node_hours": len(jobs), "gpu_hours": 0.0, "plan_seconds": 0.01}
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "spec": spec,
         "source": "command line",
+        "metrics": metrics,  # what the planner states (records/plan.py)
+        "seed_key": "trainer.seed",
+        "swept": swept,
         "base_overrides": BASE,
         "complete": True,
         "totals": totals,
@@ -156,6 +161,19 @@ def test_plan_dict_shape_matches_plan_to_dict():
     assert set(real["totals"]) == set(ours["totals"])
     assert real["jobs"] == ours["jobs"]
     assert real["spec"]["metric"] == ours["spec"]["metric"]
+
+
+def test_a_plan_json_of_schema_1_gets_its_facts_from_its_spec(tmp_path):
+    """A sweep directory from before the planner stated metrics, seed key and swept keys still reads."""
+    plan = plan_dict(ZIP_POINTS, seeds=[0, 1], metric={"name": "val_reward_mean", "goal": "minimize"})
+    old = {k: v for k, v in plan.items() if k not in ("metrics", "seed_key", "swept")} | {"schema_version": 1}
+    sweep = make_sweep(tmp_path, old)
+    for job, v in zip(plan["jobs"], (0.2, 0.4, 0.7, 0.9), strict=True):
+        write_job(sweep, job, val=[v])
+    report = build_report(sweep)
+    assert report.swept == ["trainer.lr", "rollout.n"] and report.seed_key == "trainer.seed"
+    assert [(m.name, m.goal) for m in report.metrics] == [("val_reward_mean", "minimize")]
+    assert report.best[0].point.point_index == 0  # the lower mean wins
 
 
 def test_seeds_aggregated_as_mean_std(tmp_path):
@@ -249,7 +267,7 @@ def test_jobs_matched_by_config_hash_not_name(tmp_path):
     report = build_report(sweep)
     assert [j.status for j in report.jobs] == [NOT_STARTED, COMPLETED]  # the completed attempt wins, as in resume
     assert report.jobs[1].job_dir.name == "0007-whatever"
-    assert "0 not-started" not in str(report) and "1 not-started" in report.render_table()
+    assert "0 not-started" not in render_table(report) and "1 not-started" in render_table(report)
     assert [d.name for d in report.unplanned] == ["0009-ffffffff"]
     assert any("plan does not have" in n for n in report.notes)
 

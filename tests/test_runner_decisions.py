@@ -18,10 +18,10 @@ import pytest
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, JobResult
 from rllm_sweeps.sweep.plan import PlannedJob
 from rllm_sweeps.sweep.runner import StaticSource, SweepRunner, job_dir_for
-from rllm_sweeps.sweep.spec import Metric
 
 
 @dataclass

@@ -193,7 +193,7 @@ def test_a_malformed_override_is_one_line_with_exit_code_2(tmp_path):
 
 
 def test_a_sweep_file_in_rllms_and_skyrls_spelling_plans(tmp_path):
-    from rllm_sweeps.sweep.plan import plan_sweep
+    from rllm_sweeps.sweep.planner import plan_sweep
 
     path = tmp_path / "spelled.yaml"
     path.write_text(
@@ -227,7 +227,7 @@ def test_a_plus_on_a_setting_this_tree_has_is_dropped_but_never_on_a_config_grou
 
 
 def test_constraints_read_rllms_and_skyrls_spellings_of_a_key(tmp_path):
-    from rllm_sweeps.sweep.plan import plan_sweep
+    from rllm_sweeps.sweep.planner import plan_sweep
 
     path = tmp_path / "c.yaml"
     path.write_text(

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rllm_sweeps.sweep.plan import plan_sweep
-from rllm_sweeps.sweep.spec import SweepError, parse_sweep
+from rllm_sweeps.sweep.parse_cli import parse_sweep
+from rllm_sweeps.sweep.planner import plan_sweep
+from rllm_sweeps.sweep.spec import SweepError
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = str(REPO / "train.py")

@@ -15,8 +15,10 @@ from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.validate import ConfigError
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.keymap import BY_NATIVE
-from rllm_sweeps.sweep.plan import PLAN_FILE, make_plan, plan_sweep
-from rllm_sweeps.sweep.spec import SWEEP_DIR, SweepError, SweepSpec
+from rllm_sweeps.records.layout import PLAN_FILE
+from rllm_sweeps.sweep.parse_cli import SWEEP_DIR
+from rllm_sweeps.sweep.planner import make_plan, plan_sweep
+from rllm_sweeps.sweep.spec import SweepError, SweepSpec
 from rllm_sweeps.sweep.values import parse_value
 
 
@@ -285,6 +287,17 @@ def test_preview_composes_and_hashes_without_validating():
     assert full.totals.validated == 4 and preview.totals.jobs == full.totals.jobs == 20
 
 
+def test_a_dry_run_plans_once_its_preview_then_the_same_jobs_validated():
+    """The dry run's table comes before SkyRL's validators load, from the one planning."""
+    seen = []
+    plan = plan_sweep(["+sweep=example", "rollout.n=4,4"], limit=4, preview=seen.append)  # jobs 2, 3 repeat 0, 1
+    (preview,) = seen
+    assert preview.totals.validated == 0 and "validated none yet" in preview.render()
+    assert plan.totals.validated == 4 and [j.config_hash for j in plan.jobs] == [j.config_hash for j in preview.jobs]
+    alone = plan_sweep(["+sweep=example", "rollout.n=4,4"], limit=4)
+    assert plan.notes == alone.notes and any("2 job(s) repeat" in n for n in plan.notes)  # nothing counted twice
+
+
 def test_cost_estimate_from_each_jobs_resources():
     args = [
         "resources.nodes=1,2",
@@ -311,6 +324,17 @@ def test_plan_json_has_the_spec_totals_and_every_job(tmp_path):
     assert data["complete"] is True and data["totals"]["jobs"] == 20 == len(data["jobs"])
     assert data["spec"] == plan.spec.to_dict() and SweepSpec.from_dict(data["spec"]).to_dict() == data["spec"]
     assert data["jobs"][3] == plan.jobs[3].to_dict()
+
+
+def test_plan_json_states_the_metrics_the_seed_key_and_the_swept_keys(tmp_path):
+    """What the report needs, written by the planner: the report never reads the DSL again."""
+    plan = plan_sweep(["+sweep=example", "sweep.metric.goal=minimize"], limit=2, validate=False)
+    data = json.loads(plan.write(tmp_path).read_text())
+    assert data["schema_version"] == 2
+    assert data["metrics"] == [{"name": "val_reward_mean", "goal": "minimize"}]
+    assert data["seed_key"] == "trainer.seed"
+    # The fixed trainer.total_batches is no swept key, nor is the seed.
+    assert data["swept"] == ["trainer.lr", "data.train_batch_size", "trainer.mini_batch_size", "rollout.n"]
 
 
 @pytest.mark.timed
@@ -375,7 +399,7 @@ def test_a_runs_plan_is_streamed_to_disk_and_equals_the_in_memory_plan_with_prog
     args = ["trainer.lr=1e-4,2e-4,3e-4", "rollout.n=2,4", "+sweep.seeds=2"]
     heard: list[tuple[int, int]] = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("rllm_sweeps.sweep.plan.PROGRESS_EVERY_S", 0.0)
+        mp.setattr("rllm_sweeps.sweep.planner.PROGRESS_EVERY_S", 0.0)
         streamed = plan_sweep(args, progress=lambda done, total, s: heard.append((done, total)))
     preview = plan_sweep(args, limit=100)  # a preview's jobs are kept in memory
     assert isinstance(streamed.jobs, JobSpool) and isinstance(preview.jobs, list)

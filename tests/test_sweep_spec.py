@@ -13,8 +13,9 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError, ConstraintSyntaxError
+from rllm_sweeps.sweep.parse_cli import SWEEP_DIR, parse_sweep, sweep_file_path
 from rllm_sweeps.sweep.space import SearchSpace
-from rllm_sweeps.sweep.spec import SWEEP_DIR, SweepError, SweepSpec, parse_sweep, sweep_file_path
+from rllm_sweeps.sweep.spec import SweepError, SweepSpec
 from rllm_sweeps.sweep.values import format_value, parse_value, same
 
 
@@ -32,7 +33,7 @@ def jobs_of(overrides: list[str]) -> list[list[str]]:
 
 def hydra_jobs(overrides: list[str]) -> list[list[str]]:
     """What Hydra's BasicSweeper expands the same command line to."""
-    from rllm_sweeps.sweep.spec import default_config_loader
+    from rllm_sweeps.sweep.parse_param import default_config_loader
 
     parser = OverridesParser.create(config_loader=default_config_loader())
     (batch,) = BasicSweeper.split_arguments(parser.parse_overrides(overrides), max_batch_size=None)

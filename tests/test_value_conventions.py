@@ -174,7 +174,8 @@ def test_a_name_that_would_put_a_jobs_directory_elsewhere_is_refused(override):
 
 
 def test_a_sweep_name_that_climbs_out_of_multirun_is_refused():
-    from rllm_sweeps.sweep.spec import SweepError, parse_sweep
+    from rllm_sweeps.sweep.parse_cli import parse_sweep
+    from rllm_sweeps.sweep.spec import SweepError
 
     with pytest.raises(SweepError) as info:
         parse_sweep(["trainer.lr=1e-3,2e-3", "sweep.name=../../../x"])

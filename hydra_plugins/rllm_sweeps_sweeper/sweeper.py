@@ -26,7 +26,7 @@ class RllmSweeperConf:
     rows: int = 20  # job rows a dry run prints
     max_retries: int = 2  # launches again after an infrastructure failure (node lost, OOM kill), per job
     sweep_file: Optional[str] = None  # noqa: UP045  a sweep file by path (train.py: +sweep=PATH.yaml)
-    max_jobs: int = 100_000  # a run plans (validates) every job first: more is refused (sweep.plan.MAX_JOBS)
+    max_jobs: int = 100_000  # a run plans (validates) every job first: more is refused (sweep.planner.MAX_JOBS)
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="rllm", node=RllmSweeperConf, provider="rllm-sweeps")

@@ -37,11 +37,12 @@ from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.interpolations import Reevaluation
 from rllm_sweeps.config.load import finalize
-from rllm_sweeps.config.overrides import all_keys, did_you_mean, parse_overrides
+from rllm_sweeps.config.overrides import all_keys, parse_overrides
 from rllm_sweeps.config.plain_tree import CopyOnWriteTree, own_copy, related, value_is_plain
 from rllm_sweeps.config.private_api import apply_overrides, child_node, raw_value
 from rllm_sweeps.config.validate import ConfigError, ConfigIssue
 from rllm_sweeps.keymap import reconcile
+from rllm_sweeps.problems import did_you_mean_key
 
 _PARSER = OverridesParser.create()
 
@@ -122,7 +123,7 @@ class JobComposer:
         for o in self._values:
             if o.type in (OverrideType.ADD, OverrideType.FORCE_ADD) or o.key_or_group in known:
                 continue
-            hint = did_you_mean(o.key_or_group, known)
+            hint = did_you_mean_key(o.key_or_group, known)
             issues.append(ConfigIssue(o.input_line, f"override '{o.input_line}': unknown key '{o.key_or_group}'{hint}"))
         if issues:
             raise ConfigError(issues)

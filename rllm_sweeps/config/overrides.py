@@ -6,7 +6,6 @@ every bad key at once, each with the key it probably meant.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -16,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.validate import ConfigIssue
+from rllm_sweeps.problems import did_you_mean_key
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
         if special:
             issues.append(ConfigIssue(key, f"unknown key '{key}'{special}"))
             continue
-        hint = did_you_mean(key, known)
+        hint = did_you_mean_key(key, known)
         if hint == "." and is_unknown_in_shared_section(key):
             issues.append(
                 ConfigIssue(
@@ -123,19 +123,3 @@ def skyrl_refusal(override: Override) -> str:
         if reading.kind == "refused":
             return f": SkyRL 0.4 refuses it: {reading.message}"
     return ""
-
-
-def did_you_mean(key: str, known: Iterable[str]) -> str:
-    known = list(known)
-    # Compare among keys of the same depth first: trainer.lrr -> trainer.lr.
-    depth = key.count(".")
-    same_depth = [k for k in known if k.count(".") == depth]
-    matches = difflib.get_close_matches(key, same_depth, n=3, cutoff=0.75) or difflib.get_close_matches(
-        key, known, n=3, cutoff=0.75
-    )
-    if not matches:
-        leaf = key.rsplit(".", 1)[-1]
-        matches = [k for k in known if k.rsplit(".", 1)[-1] == leaf][:3]
-    if not matches:
-        return "."
-    return "; did you mean " + " or ".join(f"'{m}'" for m in matches) + "?"

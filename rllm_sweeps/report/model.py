@@ -11,7 +11,6 @@ counted, shown, and left out of the aggregate).
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import Counter
@@ -20,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.attempts import read_attempts, total_time_s
+from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.report.study import StudySummary, read_study
 from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
 from rllm_sweeps.results import (
     COMPLETED,
-    DEFAULT_METRIC,
     FAILED,
     PREEMPTED,
     PRUNED,
@@ -39,20 +38,6 @@ from rllm_sweeps.results import (
 NO_RESULT = "no-result"
 NOT_STARTED = "not-started"
 STATUS_ORDER = (COMPLETED, PRUNED, RUNNING, PREEMPTED, FAILED, NO_RESULT, NOT_STARTED)
-
-DEFAULT_SEED_KEY = "trainer.seed"  # = rllm_sweeps.sweep.spec.SEED_KEY
-
-
-@dataclass(frozen=True)
-class MetricGoal:
-    """A metric the sweep optimizes, and which way."""
-
-    name: str
-    goal: str = "maximize"  # maximize | minimize
-
-    def better(self, a: float, b: float) -> bool:
-        """Whether `a` is strictly better than `b`."""
-        return a > b if self.goal == "maximize" else a < b
 
 
 @dataclass(frozen=True)
@@ -114,7 +99,7 @@ class PointRow:
 class BestPoint:
     """The best point for one metric, by the mean over its completed seeds."""
 
-    metric: MetricGoal
+    metric: Metric
     point: PointRow
     value: Aggregate
 
@@ -125,8 +110,8 @@ class Report:
     sweep_id: str | None
     command: list[str] | None  # the command that made the sweep (manifest.json)
     method: str
-    metrics: list[MetricGoal]
-    swept: list[str]  # the swept parameters, in plan order
+    metrics: list[Metric]  # plan.json's (the first is the one a search optimizes)
+    swept: list[str]  # the swept parameters, in plan order (plan.json's)
     seed_key: str
     jobs: list[JobRow]
     points: list[PointRow]
@@ -148,15 +133,6 @@ class Report:
         """Whether every planned job reached completed or pruned."""
         return all(j.status in (COMPLETED, PRUNED) for j in self.jobs)
 
-    def render_table(self, max_rows: int | None = None) -> str:
-        """The terminal table (rllm_sweeps.report.render.render_table)."""
-        from rllm_sweeps.report.render import MAX_ROWS, render_table
-
-        return render_table(self, MAX_ROWS if max_rows is None else max_rows)
-
-    def __str__(self) -> str:
-        return self.render_table()
-
     def status_line(self) -> str:
         """'4 jobs: 3 completed, 1 failed'."""
         parts = ", ".join(f"{n} {status}" for status, n in self.counts.items())
@@ -171,12 +147,9 @@ def build_report(sweep_dir: Path | str) -> Report:
     Raises ReportError when `sweep_dir` is not a sweep directory."""
     sd = open_sweep_dir(sweep_dir)
     plan = sd.plan
-    spec = plan.get("spec") if isinstance(plan.get("spec"), dict) else {}
-    metrics = parse_metrics(spec.get("metric"))
-    seed_key = str(spec.get("seed_key") or DEFAULT_SEED_KEY)
-    planned = [j for j in plan["jobs"] if isinstance(j, dict)]
-    swept = swept_keys(planned, spec, seed_key)
-    base = [str(o) for o in plan.get("base_overrides") or []]
+    metrics, seed_key, swept = list(plan.facts.metrics), plan.facts.seed_key, list(plan.facts.swept)
+    planned = list(plan.jobs)
+    base = list(plan.base_overrides)
 
     jobs = [_job_row(sd, j, swept, metrics) for j in planned]
     points = _point_rows(jobs, seed_key, base, metrics)
@@ -185,10 +158,9 @@ def build_report(sweep_dir: Path | str) -> Report:
     counts = {s: tally[s] for s in STATUS_ORDER if tally[s]}
     counts.update({s: n for s, n in sorted(tally.items()) if s not in counts})  # statuses from newer writers
 
-    totals = plan.get("totals") if isinstance(plan.get("totals"), dict) else {}
-    planned_jobs = int(totals.get("jobs") or len(jobs))
+    planned_jobs = int(plan.totals.get("jobs") or len(jobs))
     notes = []
-    if plan.get("complete") is False or planned_jobs > len(jobs):
+    if not plan.complete or planned_jobs > len(jobs):
         notes.append(f"plan.json lists {len(jobs)} of the plan's {planned_jobs} jobs (a dry run's partial plan)")
     unplanned = sd.unplanned({j.config_hash for j in jobs})
     if unplanned:
@@ -201,7 +173,7 @@ def build_report(sweep_dir: Path | str) -> Report:
         sweep_dir=sd.path,
         sweep_id=str(manifest["sweep_id"]) if manifest.get("sweep_id") is not None else None,
         command=[str(c) for c in command] if isinstance(command, list) else None,
-        method=str(spec.get("method") or "grid"),
+        method=plan.method,
         metrics=metrics,
         swept=swept,
         seed_key=seed_key,
@@ -215,41 +187,6 @@ def build_report(sweep_dir: Path | str) -> Report:
         notes=notes,
         study=read_study(sd.path, plan, manifest),
     )
-
-
-def parse_metrics(raw: Any) -> list[MetricGoal]:
-    """The spec's `metric`: {name, goal}, a list of those, or a bare name."""
-    items = raw if isinstance(raw, list) else [raw] if raw else []
-    out = []
-    for item in items:
-        if isinstance(item, str):
-            out.append(MetricGoal(item))
-        elif isinstance(item, dict) and item.get("name"):
-            goal = str(item.get("goal") or "maximize").lower()
-            out.append(MetricGoal(str(item["name"]), "minimize" if goal.startswith("min") else "maximize"))
-    return out or [MetricGoal(DEFAULT_METRIC)]
-
-
-def swept_keys(planned: list[dict[str, Any]], spec: dict[str, Any], seed_key: str) -> list[str]:
-    """The parameters that vary: those whose value differs between jobs, and those the spec
-    sweeps (several values, a range or a distribution) even when the plan has one point.
-    Never the seed."""
-    order: list[str] = []
-    seen: dict[str, set[str]] = {}
-    for job in planned:
-        for key, value in (job.get("params") or {}).items():
-            if key not in seen:
-                order.append(key)
-                seen[key] = set()
-            seen[key].add(json.dumps(value, sort_keys=True, default=str))
-    declared = set()
-    for element, body in (spec.get("parameters") or {}).items():
-        fixed = isinstance(body, dict) and (
-            set(body) == {"value"} or (set(body) == {"values"} and len(body["values"] or []) <= 1)
-        )
-        if not fixed:
-            declared.add(_key_of(str(element)))
-    return [k for k in order if k != seed_key and (len(seen[k]) > 1 or k in declared)]
 
 
 def _key_of(element: str) -> str:
@@ -292,7 +229,7 @@ class _Curve:
         return max(times) if times else None
 
 
-def _job_row(sd: SweepDir, planned: dict[str, Any], swept: list[str], metrics: list[MetricGoal]) -> JobRow:
+def _job_row(sd: SweepDir, planned: dict[str, Any], swept: list[str], metrics: list[Metric]) -> JobRow:
     index = int(planned.get("index", 0))
     chash = str(planned.get("config_hash", ""))
     params = planned.get("params") or {}
@@ -317,7 +254,7 @@ def _job_row(sd: SweepDir, planned: dict[str, Any], swept: list[str], metrics: l
     return row
 
 
-def _fill_from_result(row: JobRow, result: JobResult, curve: _Curve, metrics: list[MetricGoal]) -> None:
+def _fill_from_result(row: JobRow, result: JobResult, curve: _Curve, metrics: list[Metric]) -> None:
     """Status, metrics, steps, time and error from result.json; what it lacks (a running
     job's progress, a metric it does not record) from metrics.jsonl."""
     row.status = str(result.status)
@@ -356,7 +293,7 @@ def _fill_from_result(row: JobRow, result: JobResult, curve: _Curve, metrics: li
         row.wall_time_s = max(0.0, last - float(result.started_at))  # a running job: time to its last record
 
 
-def _point_rows(jobs: list[JobRow], seed_key: str, base: list[str], metrics: list[MetricGoal]) -> list[PointRow]:
+def _point_rows(jobs: list[JobRow], seed_key: str, base: list[str], metrics: list[Metric]) -> list[PointRow]:
     by_point: dict[str, PointRow] = {}
     shared = set(base)
     for job in jobs:
@@ -387,7 +324,7 @@ def _point_rows(jobs: list[JobRow], seed_key: str, base: list[str], metrics: lis
     return sorted(by_point.values(), key=lambda p: (p.point_index, p.jobs[0]))
 
 
-def best_point(points: list[PointRow], metric: MetricGoal) -> BestPoint | None:
+def best_point(points: list[PointRow], metric: Metric) -> BestPoint | None:
     """The point with the best mean of `metric` over its completed seeds (the first, on a tie)."""
     best: BestPoint | None = None
     for point in points:
@@ -404,11 +341,8 @@ __all__ = [
     "Aggregate",
     "BestPoint",
     "JobRow",
-    "MetricGoal",
     "PointRow",
     "Report",
     "best_point",
     "build_report",
-    "parse_metrics",
-    "swept_keys",
 ]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.plan import PlanRecord
 from rllm_sweeps.study import STUDY_ATTR, is_database_url, open_storage, storage_url
 
 PLOTS = ("optuna_history.png", "optuna_intermediate_values.png", "optuna_importances.png", "optuna_timeline.png")
@@ -51,13 +52,12 @@ class StudySummary:
         return f"optuna-dashboard {self.storage}"
 
 
-def read_study(sweep_dir: Path, plan: dict[str, Any], manifest: dict[str, Any]) -> StudySummary | None:
+def read_study(sweep_dir: Path, plan: PlanRecord, manifest: dict[str, Any]) -> StudySummary | None:
     """The study of an Optuna sweep (None for grid and random sweeps, or when it does not exist yet)."""
-    spec = plan.get("spec") if isinstance(plan.get("spec"), dict) else {}
-    if spec.get("method") != "optuna":
+    if plan.method != "optuna":
         return None
     info = manifest.get("study") if isinstance(manifest.get("study"), dict) else {}
-    block = spec.get("optuna") if isinstance(spec.get("optuna"), dict) else {}
+    block = plan.spec.get("optuna") if isinstance(plan.spec.get("optuna"), dict) else {}
     url = info.get("storage") or storage_url(block.get("storage"), Path(sweep_dir))
     name = info.get("study_name") or block.get("study_name") or Path(sweep_dir).name
     if not is_database_url(url) and not Path(url).is_file():

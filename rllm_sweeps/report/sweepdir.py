@@ -1,15 +1,16 @@
 """Reading a sweep directory: the manifest, the plan, and each planned job's directory.
 
     SWEEP_DIR/manifest.json      the command, sweep id, creation time, launcher
-    SWEEP_DIR/plan.json          the plan (rllm_sweeps/sweep/plan.py: Plan.to_dict)
+    SWEEP_DIR/plan.json          the plan (records/plan.py: PlanRecord, written by sweep/plan.py)
     SWEEP_DIR/jobs/<index:04d>-<config_hash[:8]>/   result.json, metrics.jsonl, config.yaml, job.log
 
 Plan jobs are matched to job directories by the config hash in each directory's
 result.json (a directory's name is a hint, not the key); a directory with no result.json
 (the job died before writing one) is matched by the short hash in its name.
 
-Only the standard library and rllm_sweeps.results are imported here: reading a sweep
-directory must stay fast and must not need the training stack.
+Only the standard library and rllm_sweeps' records are imported here: reading a sweep
+directory must stay fast and must not need the training stack. (A plan.json of schema 1,
+which does not state its facts, is the exception: the spec parser derives them, once.)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.layout import JOBS_DIR, MANIFEST_FILE, PLAN_FILE, RESULT_FILE, JobPaths
+from rllm_sweeps.records.plan import PlanFacts, PlanRecord
 from rllm_sweeps.results import COMPLETED, PRUNED, JobResult
 
 
@@ -30,7 +32,7 @@ class ReportError(Exception):
 @dataclass
 class SweepDir:
     path: Path
-    plan: dict[str, Any]  # plan.json as written by Plan.to_dict
+    plan: PlanRecord
     manifest: dict[str, Any] = field(default_factory=dict)  # {} when manifest.json is missing
     results: dict[Path, JobResult] = field(default_factory=dict)  # every jobs/*/result.json that reads
 
@@ -82,9 +84,10 @@ def open_sweep_dir(path: Path | str) -> SweepDir:
             f"{path} is not a sweep directory (it has no {PLAN_FILE}; a sweep directory holds "
             f"{MANIFEST_FILE}, {PLAN_FILE} and {JOBS_DIR}/){hint}"
         )
-    plan = _read_json(plan_path)
-    if not isinstance(plan, dict) or not isinstance(plan.get("jobs"), list):
+    data = _read_json(plan_path)
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         raise ReportError(f"{plan_path}: not a sweep plan (expected an object with a 'jobs' list)")
+    plan = PlanRecord.from_dict(data, PlanFacts.from_dict(data) or _facts_of_schema_1(data))
     manifest = _read_json(path / MANIFEST_FILE) if (path / MANIFEST_FILE).is_file() else {}
     results: dict[Path, JobResult] = {}
     jobs_dir = path / JOBS_DIR
@@ -108,3 +111,12 @@ def _read_json(path: Path) -> Any:
         raise ReportError(f"{path}: not valid JSON ({err})") from None
     except OSError as err:
         raise ReportError(f"{path}: cannot be read ({err.strerror or err})") from None
+
+
+def _facts_of_schema_1(plan: dict[str, Any]) -> PlanFacts:
+    """The facts a plan.json written before the planner stated them lacks, from its stored spec
+    (imported here only: the spec parser needs Hydra)."""
+    from rllm_sweeps.sweep.spec import stored_plan_facts
+
+    spec = plan.get("spec")
+    return stored_plan_facts(spec if isinstance(spec, dict) else {})

@@ -7,28 +7,25 @@
     print(plan.render())                                      # the dry-run table
     plan.write(sweep_dir)                                     # plan.json
 
-Modules, one concept each: spec (the DSL -> SweepSpec), space (points: lazy grid,
-Optuna-sampled), constraints (safe expressions), values (Hydra override texts),
-plan (jobs, totals, cost, dry-run table; each job's config from config/job_composer.py),
-runner (the launch loop over a job source), optuna_settings (the `optuna:`
-block: samplers, pruners), optuna_search (the Optuna job source: ask, tell, resume).
+Modules, one concept each: spec (SweepSpec, the spec's types), param (a parameter and its
+choices), parse_param / parse_file / parse_cli (a parameter's syntaxes, the sweep node, the
+command line), space (points: lazy grid, Optuna-sampled), constraints (safe expressions),
+values (Hydra override texts), point_scan (points counted, filtered and costed before
+composing), planner (jobs composed and validated; each job's config from
+config/job_composer.py), plan (jobs, totals, cost, plan.json, the dry-run table), runner (the
+launch loop over a job source), optuna_settings (the `optuna:` block: samplers, pruners),
+optuna_search (the Optuna job source: ask, tell, resume), run (a sweep from its command line).
 docs/SWEEPS.md describes the DSL, docs/OPTUNA.md the Optuna search.
 """
 
+from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.sweep.constraints import Constraint
-from rllm_sweeps.sweep.plan import PLAN_FILE, Plan, PlannedJob, Totals, make_plan, plan_request, plan_sweep, render_plan
+from rllm_sweeps.sweep.param import Choice, Param
+from rllm_sweeps.sweep.parse_cli import load_sweep_file, parse_sweep, sweep_file_path
+from rllm_sweeps.sweep.plan import PLAN_FILE, Plan, PlannedJob, Totals, render_plan
+from rllm_sweeps.sweep.planner import make_plan, plan_request, plan_sweep
 from rllm_sweeps.sweep.space import Point, SearchSpace
-from rllm_sweeps.sweep.spec import (
-    Choice,
-    Metric,
-    Param,
-    SweepError,
-    SweepRequest,
-    SweepSpec,
-    load_sweep_file,
-    parse_sweep,
-    sweep_file_path,
-)
+from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec
 
 __all__ = [
     "PLAN_FILE",

@@ -41,7 +41,8 @@ from rllm_sweeps.records.layout import PLAN_FILE, SweepPaths
 from rllm_sweeps.results import COMPLETED, PRUNED, JobResult
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
 from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler
-from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals, TrialPlanner
+from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals
+from rllm_sweeps.sweep.planner import TrialPlanner
 from rllm_sweeps.sweep.runner import JobSource, JobToRun, job_dir_for
 from rllm_sweeps.sweep.space import SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec

@@ -16,10 +16,11 @@ sweep's `seed`; constraints come from the sweep's `constraints` (never from opti
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from rllm_sweeps.problems import Problem, did_you_mean
 
 Check = Callable[[Any], str | None]  # None when the value is fine, else what it should be
 
@@ -216,17 +217,12 @@ def canonical(name: Any) -> str:
     return _ALIASES.get(key, key)
 
 
-def _did_you_mean(word: str, known: list[str]) -> str:
-    matches = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
-    return f"; did you mean '{matches[0]}'?" if matches else ""
-
-
 def parse_optuna_settings(
     block: Any,
     where: str,
     parts: Mapping[str, tuple[Any, str]],
     n_objectives: int,
-    problem: Callable[[str, str], None],
+    problem: Problem,
     note: Callable[[str], None] = lambda _: None,
 ) -> OptunaSettings:
     """The `optuna:` block (`block`, from `where`) with the command line's `sweep.optuna.KEY`
@@ -257,7 +253,7 @@ def parse_optuna_settings(
     for key, (_, at) in raw.items():
         if key not in FIELDS:
             problem(
-                at, f"unknown optuna setting '{key}'{_did_you_mean(key, list(FIELDS))} (settings: {', '.join(FIELDS)})"
+                at, f"unknown optuna setting '{key}'{did_you_mean(key, FIELDS, n=1)} (settings: {', '.join(FIELDS)})"
             )
 
     def get(key: str) -> tuple[Any, str]:
@@ -310,9 +306,7 @@ def parse_optuna_settings(
     )
 
 
-def _name(
-    value: Any, where: str, table: Mapping[str, Part], default: str, what: str, problem: Callable[[str, str], None]
-) -> str | None:
+def _name(value: Any, where: str, table: Mapping[str, Part], default: str, what: str, problem: Problem) -> str | None:
     """The canonical name, `default` when unset, None (after reporting it) when unknown."""
     if value is None:
         return default
@@ -321,13 +315,13 @@ def _name(
         return name
     problem(
         where,
-        f"unknown {what} {value!r}{_did_you_mean(name, list(table))} ({what}s: {', '.join(table)})",
+        f"unknown {what} {value!r}{did_you_mean(name, table, n=1)} ({what}s: {', '.join(table)})",
     )
     return None
 
 
 def _options(
-    value: Any, where: str, name: str, table: Mapping[str, Part], what: str, problem: Callable[[str, str], None]
+    value: Any, where: str, name: str, table: Mapping[str, Part], what: str, problem: Problem
 ) -> dict[str, Any]:
     if value is None:
         return {}
@@ -345,7 +339,7 @@ def _options(
             elif key in ("constraints_func", "search_space"):
                 problem(where, f"{key} comes from the sweep itself (constraints, parameters), not an option")
             else:
-                hint = _did_you_mean(key, list(part.options))
+                hint = did_you_mean(key, part.options, n=1)
                 known = ", ".join(part.options) or "none"
                 problem(where, f"unknown {what} option '{key}' for {name}{hint} (options: {known})")
             continue

@@ -26,7 +26,8 @@ from launchers.base import Launcher
 from rllm_sweeps.config.validate import ConfigError
 from rllm_sweeps.records.layout import MANIFEST_FILE
 from rllm_sweeps.results import write_json_atomic
-from rllm_sweeps.sweep.plan import MAX_JOBS, Plan, plan_sweep
+from rllm_sweeps.sweep.plan import Plan
+from rllm_sweeps.sweep.planner import MAX_JOBS, plan_sweep
 from rllm_sweeps.sweep.runner import FINAL_STATES, JobSource, StaticSource, SweepRunner, is_hydra_override
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
@@ -52,9 +53,11 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
     plan_args = {"params": options.params, "config_loader": config_loader, "sweep_file": options.sweep_file}
     try:
         if options.dry_run:
-            # The table first (no SkyRL import needed), then the jobs shown are validated.
-            print(plan_sweep(arguments, limit=options.rows, validate=False, **plan_args).render(rows=options.rows))
-            plan = plan_sweep(arguments, limit=options.rows, **plan_args)
+            # Planned once: the table is printed as soon as the jobs shown are composed (no SkyRL
+            # import needed), then those jobs are validated.
+            plan = plan_sweep(
+                arguments, limit=options.rows, preview=lambda p: print(p.render(rows=options.rows)), **plan_args
+            )
         else:
             plan = plan_sweep(arguments, max_jobs=options.max_jobs, progress=print_planning, **plan_args)
     except ConfigError as err:
@@ -164,9 +167,9 @@ def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> 
 
 def print_final_table(sweep_dir: Path) -> None:
     """The results table, printed and written (SWEEP_DIR/report/), whatever the jobs' fate."""
-    from rllm_sweeps.report import build_report, write_report
+    from rllm_sweeps.report import build_report, render_table, write_report
 
     report = build_report(sweep_dir)
-    print(report.render_table())
+    print(render_table(report))
     paths = write_report(sweep_dir, report=report)
     print(f"report: {paths[0].parent} ({len(paths)} files)")

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from rllm_sweeps.sweep.spec import Choice, Param, SweepSpec
+from rllm_sweeps.sweep.param import Choice, Param
+from rllm_sweeps.sweep.spec import SweepSpec
 
 
 @dataclass(frozen=True)

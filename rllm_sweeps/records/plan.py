@@ -1,0 +1,118 @@
+"""The plan record (SWEEP_DIR/plan.json): one definition of its keys for the planner that writes
+it (sweep/plan.py) and the readers (the report, the Optuna source).
+
+    {"schema_version": 2, "spec": {...}, "source": "conf/sweep/x.yaml",
+     "metrics": [{"name": "val_reward_mean", "goal": "maximize"}], "seed_key": "trainer.seed",
+     "swept": ["trainer.lr", "rollout.n"], "base_overrides": [...], "complete": true,
+     "totals": {...}, "notes": [...], "jobs": [{...}, ...]}
+
+The planner states the facts every reader needs (`PlanFacts`: the metrics and their goals, the
+seed key, the swept keys), so that no reader interprets the sweep DSL again; `spec` (the sweep
+in file syntax) stays for people and for a rerun's sweep id. A plan.json of schema 1 lacks the
+facts: its reader derives them from `spec` with the spec parser (report/sweepdir.py).
+
+Standard library and rllm_sweeps.results only: reading a sweep directory must stay fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rllm_sweeps.results import DEFAULT_GOAL, DEFAULT_METRIC
+
+PLAN_SCHEMA_VERSION = 2  # 2: the facts (metrics, seed_key, swept) are stated
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric the sweep optimizes (or, after the first, reports), and which way."""
+
+    name: str = DEFAULT_METRIC
+    goal: str = DEFAULT_GOAL  # maximize | minimize
+
+    def better(self, a: float, b: float) -> bool:
+        """Whether `a` is strictly better than `b`."""
+        return a > b if self.goal == "maximize" else a < b
+
+
+@dataclass(frozen=True)
+class PlanFacts:
+    """What the planner decided that every reader of the plan needs."""
+
+    metrics: tuple[Metric, ...]  # the first is the one a search optimizes
+    seed_key: str  # the config key whose values are a point's replicates
+    swept: tuple[str, ...]  # the parameters that vary from point to point, in spec order; never the seed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metrics": [{"name": m.name, "goal": m.goal} for m in self.metrics],
+            "seed_key": self.seed_key,
+            "swept": list(self.swept),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PlanFacts | None:
+        """The facts of a plan.json; None when it does not state them (schema 1)."""
+        metrics, seed_key, swept = data.get("metrics"), data.get("seed_key"), data.get("swept")
+        if not isinstance(metrics, list) or not isinstance(seed_key, str) or not isinstance(swept, list):
+            return None
+        return cls(
+            tuple(Metric(str(m["name"]), str(m.get("goal") or DEFAULT_GOAL)) for m in metrics if isinstance(m, dict)),
+            seed_key,
+            tuple(str(k) for k in swept),
+        )
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """plan.json: its header, and its jobs as written (one dict per PlannedJob)."""
+
+    spec: dict[str, Any]  # the sweep in file syntax (SweepSpec.to_dict)
+    source: str  # the sweep file, or "command line"
+    facts: PlanFacts
+    base_overrides: tuple[str, ...]  # what every job gets
+    complete: bool  # False: a dry run's partial plan (the first jobs only)
+    totals: dict[str, Any]  # sweep/plan.py's Totals
+    notes: tuple[str, ...] = ()
+    jobs: tuple[dict[str, Any], ...] = field(default=(), repr=False)  # read back; a writer streams its own
+    schema_version: int = PLAN_SCHEMA_VERSION
+
+    @property
+    def method(self) -> str:
+        return str(self.spec.get("method") or "grid")
+
+    def header(self) -> dict[str, Any]:
+        """plan.json without its jobs."""
+        return {
+            "schema_version": self.schema_version,
+            "spec": self.spec,
+            "source": self.source,
+            **self.facts.to_dict(),
+            "base_overrides": list(self.base_overrides),
+            "complete": self.complete,
+            "totals": self.totals,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], facts: PlanFacts | None = None) -> PlanRecord:
+        """A plan.json's content, each field tolerated when malformed (a report reads what it can).
+        `facts` stands in for those of a plan.json that does not state them (schema 1);
+        ValueError when it neither states them nor is given them."""
+        facts = PlanFacts.from_dict(data) or facts
+        if facts is None:
+            raise ValueError("plan.json does not state its metrics, seed key and swept keys (schema 1)")
+        spec, totals, jobs = data.get("spec"), data.get("totals"), data.get("jobs")
+        return cls(
+            spec=spec if isinstance(spec, dict) else {},
+            source=str(data.get("source") or ""),
+            facts=facts,
+            base_overrides=tuple(str(o) for o in data.get("base_overrides") or []),
+            complete=data.get("complete") is not False,
+            totals=totals if isinstance(totals, dict) else {},
+            notes=tuple(str(n) for n in data.get("notes") or []),
+            jobs=tuple(j for j in jobs if isinstance(j, dict)) if isinstance(jobs, list) else (),
+            schema_version=int(data.get("schema_version") or 1),
+        )

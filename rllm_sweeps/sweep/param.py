@@ -1,0 +1,103 @@
+"""One parameter of a sweep: a swept or fixed key and its choices (sweep/spec.py's building block).
+
+A parameter is written in a sweep file (parse_param.py reads both of its syntaxes: a file
+entry and a Hydra sweep expression), becomes a grid dimension or a sampled distribution
+(space.py), and each of its choices becomes an override of a job's command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rllm_sweeps.sweep.values import format_value
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One value of a parameter: as typed (what the job's config gets) and as written in an override."""
+
+    value: Any
+    text: str
+
+
+@dataclass(frozen=True)
+class Param:
+    """One swept (or fixed) key.
+
+    kind: "value" (fixed: every job gets it), "values" (a grid dimension; a categorical
+    choice for sampling methods) or "distribution" (sampling methods only).
+    """
+
+    key: str  # the config key (or config group, for group choices such as task=...)
+    source: str  # where it was given, for messages: "conf/sweep/x.yaml: parameters.trainer.lr"
+    kind: str
+    choices: tuple[Choice, ...] = ()  # kind value: one; kind values: the values, in order
+    distribution: str | None = None  # kind distribution: uniform | log_uniform | int_uniform | ...
+    low: float | int | None = None
+    high: float | int | None = None  # inclusive, as in W&B and Optuna
+    step: float | int | None = None
+    log: bool = False
+    int_range: tuple[int, int, int] | None = None  # kind values from range(): (first, last, step)
+    prefix: str = ""  # Hydra's + / ++ (add a key the config lacks)
+    package: str | None = None  # group@package
+    is_group: bool = False  # a config-group choice (task=...), composed by Hydra
+
+    @property
+    def is_swept(self) -> bool:
+        """Whether its value varies from point to point: several values (a grid dimension, a zip, a
+        categorical choice) or a distribution; never a fixed value, nor a list of one."""
+        return self.kind == "distribution" or (self.kind == "values" and len(self.choices) > 1)
+
+    @property
+    def key_element(self) -> str:
+        """The left side of `=`, as Hydra writes it."""
+        return self.prefix + self.key + (f"@{self.package}" if self.package else "")
+
+    def override(self, choice: Choice) -> str:
+        return f"{self.key_element}={choice.text}"
+
+    def optuna_distribution(self) -> Any:
+        """This parameter as an Optuna distribution (sampling methods; the Optuna sweeper reuses it)."""
+        from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+        if self.kind == "distribution":
+            if self.distribution in ("int_uniform", "int_log_uniform"):
+                return IntDistribution(int(self.low), int(self.high), log=self.log, step=int(self.step or 1))
+            return FloatDistribution(float(self.low), float(self.high), log=self.log, step=self.step)
+        if self.int_range is not None:
+            first, last, step = self.int_range
+            return IntDistribution(min(first, last), max(first, last), step=abs(step))
+        return CategoricalDistribution(categorical_choices(self.choices))
+
+    def choice_for(self, sampled: Any) -> Choice:
+        """The Choice of a value sampled from `optuna_distribution()`."""
+        if self.kind == "values" and self.int_range is None:
+            dist = self.optuna_distribution()
+            return self.choices[int(dist.to_internal_repr(sampled))]
+        if self.distribution in ("int_uniform", "int_log_uniform") or self.int_range is not None:
+            sampled = int(sampled)
+        return Choice(sampled, format_value(sampled))
+
+    def to_dict(self) -> Any:
+        """The DSL form (sweep-file syntax) of this parameter."""
+        if self.kind == "value":
+            return {"value": self.choices[0].value}
+        if self.kind == "values":
+            if self.int_range is not None:
+                first, last, step = self.int_range
+                return f"range({first},{last + step},{step})"
+            return {"values": [c.value for c in self.choices]}
+        out: dict[str, Any] = {"distribution": self.distribution, "min": self.low, "max": self.high}
+        if self.step is not None:
+            out["step"] = self.step
+        return out
+
+
+def categorical_choices(choices: Sequence[Choice]) -> tuple[Any, ...]:
+    """Optuna's categorical choices: the values when they are all plain scalars, else their texts."""
+    values = [c.value for c in choices]
+    if all(v is None or isinstance(v, bool | int | float | str) for v in values):
+        return tuple(values)
+    return tuple(c.text for c in choices)
