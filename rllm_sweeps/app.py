@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.config.validate import ConfigError
+from rllm_sweeps.config.issues import ConfigError
 
 EXIT_BAD_CONFIG = 2
 # The overrides preflight() validated (a single job): the Hydra app need not validate them again.

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.native import leaves, skyrl_train_defaults
-from rllm_sweeps.config.validate import ConfigIssue
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
 
 ENGINES = ("jax", "fsdp", "megatron")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable
 
-from rllm_sweeps.config.validate import ConfigError, ConfigIssue
+from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 
 Problem = Callable[[str, str], None]  # report one problem: (where it came from, what is wrong)
 

@@ -1,8 +1,9 @@
 """Shared fixtures, and how the suite is spread over pytest-xdist workers.
 
-The local SLURM cluster fixtures come from slurm_fixtures.py. Each local cluster is one shared
-machine: its tests run one after another on one worker (an xdist group per cluster), and go first,
-since they wait on SLURM's timers more than they compute. Tests that assert a wall-clock time are
+The local SLURM cluster fixtures come from slurm_fixtures.py. Each worker has its own 1-node
+cluster; the 2-node cluster is one shared machine, so its tests run one after another on one
+worker (an xdist group). SLURM tests go first, since they wait on SLURM's timers more than they
+compute. Tests that assert a wall-clock time are
 marked `timed` and run alone after the parallel part (see the Makefile's `test`).
 """
 
@@ -12,27 +13,26 @@ import pytest
 from slurm_fixtures import local_slurm, local_slurm_netns, slurm_env  # noqa: F401
 
 NETNS_CLUSTER_GROUP = "slurm-2-nodes"
-CLUSTER_GROUP = "slurm-1-node"
 
 
 def cluster_group(item: pytest.Item) -> str | None:
-    """The xdist group of a test that uses a local SLURM cluster, or None."""
-    fixtures = getattr(item, "fixturenames", ())
-    if "local_slurm_netns" in fixtures:
+    """The xdist group of a test that shares a local SLURM cluster with others, or None. The 1-node
+    cluster is one per worker (slurm_fixtures.worker_cluster), so its tests need no group; the
+    2-node cluster's network namespaces and addresses are fixed, so there is one, on one worker."""
+    if "local_slurm_netns" in getattr(item, "fixturenames", ()):
         return NETNS_CLUSTER_GROUP
-    if item.get_closest_marker("slurm") is not None:
-        return CLUSTER_GROUP
     return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     first, rest = [], []
+    grouping = config.pluginmanager.hasplugin("xdist")
     for item in items:
         group = cluster_group(item)
-        if group is not None:
+        if group is not None and grouping:
             item.add_marker(pytest.mark.xdist_group(group))
-        (first if group is not None else rest).append(item)
+        (first if group is not None or item.get_closest_marker("slurm") else rest).append(item)
     items[:] = first + rest
 
 

@@ -5,9 +5,9 @@ Import the fixtures in tests/conftest.py::
     from slurm_fixtures import local_slurm, local_slurm_netns, slurm_env  # noqa: F401
 
 - ``local_slurm`` (session): a 1-node cluster under /tmp/rllm-slurm (override
-  with RLLM_SWEEPS_SLURM_BASE). Brought up on first use and torn down at the
-  end of the session, unless it was already up (a developer's running cluster
-  is used as is and left running).
+  with RLLM_SWEEPS_SLURM_BASE; under pytest-xdist one per worker, /tmp/rllm-slurm-gw1, ...).
+  Brought up on first use and torn down at the end of the session, unless it was
+  already up (a developer's running cluster is used as is and left running).
 - ``local_slurm_netns`` (session): a 2-node cluster whose nodes have their own
   network namespaces, hostnames (n1, n2) and addresses, under
   /tmp/rllm-slurm-ns. Clients must run under ``cluster.client_prefix()``.
@@ -41,7 +41,8 @@ __all__ = [
 ]
 
 REQUIRE_ENV = "RLLM_SWEEPS_REQUIRE_SLURM"
-SLURM_BASE = Path(os.environ.get("RLLM_SWEEPS_SLURM_BASE", "/tmp/rllm-slurm"))
+BASE_ENV = "RLLM_SWEEPS_SLURM_BASE"  # also what conf/cluster/local.yaml reads for the jobs' SLURM_CONF
+SLURM_BASE = Path(os.environ.get(BASE_ENV, "/tmp/rllm-slurm"))
 SLURM_NETNS_BASE = Path(os.environ.get("RLLM_SWEEPS_SLURM_NETNS_BASE", "/tmp/rllm-slurm-ns"))
 
 
@@ -82,11 +83,24 @@ def _session_cluster(cluster: LocalSlurm) -> Iterator[LocalSlurm]:
         cluster.down()
 
 
+def worker_cluster() -> LocalSlurm:
+    """This pytest process's 1-node cluster. Under pytest-xdist each worker has its own (its own
+    base directory and ports), so 1-node tests run in parallel without sharing a controller;
+    a developer's RLLM_SWEEPS_SLURM_BASE is used by every worker as it is."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if BASE_ENV in os.environ or not worker.startswith("gw"):
+        return LocalSlurm(SLURM_BASE, nodes=1)
+    index = int(worker[2:])
+    # 600 ports apart from the default 16800 (a cluster uses port_base + 0..~40); 17800, the
+    # down/up test's own cluster, falls between two blocks.
+    return LocalSlurm(Path(f"{SLURM_BASE}-{worker}"), nodes=1, port_base=16800 + 600 * index)
+
+
 @pytest.fixture(scope="session")
 def local_slurm() -> Iterator[LocalSlurm]:
     """A running 1-node local SLURM cluster with accounting and 4 fake GPUs."""
     require_local_slurm()
-    yield from _session_cluster(LocalSlurm(SLURM_BASE, nodes=1))
+    yield from _session_cluster(worker_cluster())
 
 
 @pytest.fixture(scope="session")
@@ -101,4 +115,5 @@ def slurm_env(local_slurm: LocalSlurm, monkeypatch: pytest.MonkeyPatch) -> Local
     """``local_slurm`` with its client environment (SLURM_CONF) in os.environ."""
     for key, value in local_slurm.env().items():
         monkeypatch.setenv(key, value)
+    monkeypatch.setenv(BASE_ENV, str(local_slurm.base))  # the jobs' SLURM_CONF (cluster=local)
     return local_slurm

@@ -17,6 +17,8 @@ from rllm_sweeps.engines import ENGINES, GPU_TRAINER, readers
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.sweep.spec import SweepError
 
+pytestmark = pytest.mark.slow  # composes the real config tree through Hydra and SkyRL; some run train.py
+
 REPO = Path(__file__).resolve().parents[1]
 GSPO = "skyrl.train.trainer.algorithm.policy_loss_type=gspo"
 

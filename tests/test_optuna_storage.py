@@ -16,6 +16,8 @@ import pytest
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
 from rllm_sweeps.training.trial import MetricNotReported, TrialReporter
 
+pytestmark = pytest.mark.slow  # eight worker processes on one journal
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from config_problems import quiet
 
+from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.load import load_config
-from rllm_sweeps.config.validate import ConfigError
+
+pytestmark = pytest.mark.slow  # composes SkyRL's example command lines through Hydra and SkyRL
 
 EXAMPLES = Path(__file__).parent / "data" / "skyrl_examples"
 # The scripts log to wandb ('change to "console" to print to stdout', they say); no wandb here.

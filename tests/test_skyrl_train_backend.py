@@ -17,6 +17,8 @@ from rllm_sweeps.engines import BUILDER_FORCED
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.training.skyrl_train import built_config, make_skyrl_train_backend
 
+pytestmark = pytest.mark.slow  # builds SkyRL's GPU trainer config through SkyRL's own builders
+
 # Leaves of the composed tree that the backend's config may hold differently, and why:
 # - the model paths hold `model.path` as written (builtin:tiny-qwen3); the backend gets the
 #   resolved model directory;

@@ -56,11 +56,12 @@ def train_steps(job_dir: Path) -> list[int]:
     return [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"]
 
 
+@pytest.mark.timed  # SLURM's clock against the job's: alone, after the parallel part (Makefile)
 def test_a_job_longer_than_its_time_limit_is_checkpointed_requeued_and_finishes(slurm_env, tmp_path):
     # At least 128 s of training (100 steps of >= 1.28 s) against a 2-minute limit whose
     # warning comes 30 s early (+-30 s, SLURM checks limits every ~30 s): an attempt trains
     # at most ~110 s after its start-up, so the job needs at least one requeue. On a busy machine
-    # (the suite runs on parallel workers) start-up takes longer and a job may need up to 5.
+    # start-up takes longer and a job may need up to 5.
     sweeper = start_sweep(
         tmp_path,
         "trainer.total_batches=100",

@@ -16,6 +16,8 @@ from rllm_sweeps.config.load import load_config
 from rllm_sweeps.config.spelling import canonical_overrides, common_paths, native_paths
 from rllm_sweeps.keymap import BY_NATIVE
 
+pytestmark = pytest.mark.slow  # composes the real config tree through Hydra and SkyRL; some run train.py
+
 REPO = Path(__file__).resolve().parents[1]
 GPU = ["skyrl.engine=fsdp", "resources.gpus_per_node=1"]
 

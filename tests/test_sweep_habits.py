@@ -14,6 +14,8 @@ from rllm_sweeps.sweep.parse_cli import parse_sweep
 from rllm_sweeps.sweep.planner import plan_sweep
 from rllm_sweeps.sweep.spec import SweepError
 
+pytestmark = pytest.mark.slow  # runs train.py and the CLI as processes
+
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = str(REPO / "train.py")
 

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.load import load_config
-from rllm_sweeps.config.validate import ConfigError
+
+pytestmark = pytest.mark.slow  # composes the real config tree; runs train.py
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,15 +10,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rllm_sweeps.config.composed_base import Base
+from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.plain_tree import plain_get, plain_get_or_none, related
-from rllm_sweeps.config.validate import (
-    NATIVE_PREFIX,
-    ConfigIssue,
-    check_common,
-    check_jax,
-    check_native_train,
-    skyrl_validate_cfg,
-)
+from rllm_sweeps.config.validate import NATIVE_PREFIX, check_common, check_jax, check_native_train, skyrl_validate_cfg
 from rllm_sweeps.engines import engine_checks_read, engine_issues
 from rllm_sweeps.keymap import KEY_MAPPINGS
 

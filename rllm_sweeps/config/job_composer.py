@@ -36,11 +36,11 @@ from rllm_sweeps.config.cached_validation import CachedValidator
 from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.interpolations import Reevaluation
+from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.load import finalize
 from rllm_sweeps.config.overrides import all_keys, parse_overrides
 from rllm_sweeps.config.plain_tree import CopyOnWriteTree, own_copy, related, value_is_plain
 from rllm_sweeps.config.private_api import apply_overrides, child_node, raw_value
-from rllm_sweeps.config.validate import ConfigError, ConfigIssue
 from rllm_sweeps.keymap import reconcile
 from rllm_sweeps.problems import did_you_mean_key
 

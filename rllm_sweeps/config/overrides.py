@@ -14,7 +14,7 @@ from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
-from rllm_sweeps.config.validate import ConfigIssue
+from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.problems import did_you_mean_key
 
 

@@ -18,11 +18,11 @@ import traceback
 import types
 import typing
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.rules import CROSS_RULES, LOGGERS, RULES
 from rllm_sweeps.keymap import KEY_MAPPINGS
@@ -35,30 +35,6 @@ NATIVE_ENUMS: dict[str, tuple[str, ...]] = {
     "trainer.algorithm.kl_estimator_type": ("k1", "k2", "k3", "abs"),
 }
 NATIVE_PREFIX = "skyrl.train."
-
-
-@dataclass(frozen=True)
-class ConfigIssue:
-    key: str
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class ConfigError(ValueError):
-    """A config that must not run; `issues` lists every problem found."""
-
-    def __init__(self, issues: list[ConfigIssue], where: str = "") -> None:
-        self.issues = issues
-        self.where = where
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        head = f"Invalid configuration{' in ' + self.where if self.where else ''}"
-        if len(self.issues) == 1:
-            return f"{head}: {self.issues[0]}"
-        return f"{head} ({len(self.issues)} problems):\n" + "\n".join(f"  - {i}" for i in self.issues)
 
 
 def _get(tree: dict[str, Any], key: str) -> Any:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rllm_sweeps.config.validate import ConfigIssue
+from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.records.layout import PLAN_FILE, SweepPaths
 from rllm_sweeps.results import COMPLETED, PRUNED, JobResult
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url

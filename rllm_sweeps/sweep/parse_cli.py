@@ -23,8 +23,8 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
+from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
-from rllm_sweeps.config.validate import ConfigIssue
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.sweep.param import Param
 from rllm_sweeps.sweep.parse_file import SEED_KEY, SpecParser

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.config.composed_base import Base
+from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.job_composer import JobComposer, JobConfig
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.plain_tree import plain_get
-from rllm_sweeps.config.validate import ConfigError, ConfigIssue
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.problems import did_you_mean_key

@@ -23,7 +23,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from launchers.base import Launcher
-from rllm_sweeps.config.validate import ConfigError
+from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.records.layout import MANIFEST_FILE
 from rllm_sweeps.results import write_json_atomic
 from rllm_sweeps.sweep.plan import Plan

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.config.validate import ConfigError
+from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.problems import Problems
 from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.records.plan import Metric, PlanFacts
