@@ -29,7 +29,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lr", type=float, default=None, help="override trainer.lr")
     ap.add_argument("--seed", type=int, default=None, help="override trainer.seed")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="dotlist override (repeatable)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a train.py override (repeatable)")
     ap.add_argument(
         "--cache-dir",
         default=os.environ.get("RLLM_SWEEPS_CACHE", str(Path.home() / ".cache" / "rllm-sweeps")),
@@ -43,18 +43,15 @@ def main() -> int:
     args = ap.parse_args()
 
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from omegaconf import OmegaConf
+    from rllm_sweeps.config.load import load_config
 
-    cfg = OmegaConf.load(ROOT / "conf" / "config.yaml")
-    defaults = cfg.pop("defaults", [])
-    task_name = next((d["task"] for d in defaults if isinstance(d, dict) and "task" in d), "toy_letters")
-    cfg.task = OmegaConf.load(ROOT / "conf" / "task" / f"{task_name}.yaml")
+    # The config a job would run with (composed and validated as train.py does).
+    overrides = list(args.set)
     if args.lr is not None:
-        cfg.trainer.lr = args.lr
+        overrides.append(f"trainer.lr={args.lr}")
     if args.seed is not None:
-        cfg.trainer.seed = args.seed
-    if args.set:
-        cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(args.set))
+        overrides.append(f"trainer.seed={args.seed}")
+    cfg = load_config(overrides)
 
     cache_dir = Path(args.cache_dir)
     t = time.perf_counter()

@@ -20,6 +20,8 @@ skip, unless RLLM_SWEEPS_REQUIRE_SLURM is set (CI), where they fail instead.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,14 +71,33 @@ def require_local_slurm(netns: bool = False) -> None:
     pytest.skip(reason)
 
 
+BRINGUP_LOCK = Path("/tmp/rllm-slurm-bringup.lock")
+
+
+@contextlib.contextmanager
+def one_bringup_at_a_time() -> Iterator[None]:
+    """Clusters come up one after another across pytest-xdist workers: MariaDB's first-start
+    initialisation, run for two clusters at once on a busy machine, once left a data directory
+    without its system tables (MariaDB then refused slurmdbd)."""
+    with BRINGUP_LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _session_cluster(cluster: LocalSlurm) -> Iterator[LocalSlurm]:
     # A cluster already up is used with the settings it runs with, and left up.
-    probe = LocalSlurm(cluster.base, verbose=False)
-    if probe.is_up():
+    with one_bringup_at_a_time():
+        probe = LocalSlurm(cluster.base, verbose=False)
+        already_up = probe.is_up()
+        if not already_up:
+            cluster.up()
+    if already_up:
         probe.verbose = True
         yield probe
         return
-    cluster.up()
     try:
         yield cluster
     finally:

@@ -167,6 +167,7 @@ def mariadb_install_options(paths: ClusterPaths) -> list[str]:
     return [
         "--no-defaults",
         f"--datadir={paths.mysql_datadir}",
+        f"--tmpdir={paths.mysql_tmpdir}",
         "--user=root",
         "--auth-root-authentication-method=socket",
         "--skip-test-db",
@@ -179,6 +180,7 @@ def mariadbd_options(settings: ClusterSettings, paths: ClusterPaths) -> list[str
     return [
         "--no-defaults",
         f"--datadir={paths.mysql_datadir}",
+        f"--tmpdir={paths.mysql_tmpdir}",
         f"--socket={paths.mysql_socket}",
         f"--port={settings.ports.mysql}",
         f"--bind-address={LOCALHOST}",

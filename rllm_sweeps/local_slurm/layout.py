@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Created on every `up`; the rest (munge/, mysql/data, spool/<node>, dev/<node>) by whoever needs it.
-DIRS = ("etc", "run", "log", "state", "spool", "mysql", "dev")
+DIRS = ("etc", "run", "log", "state", "spool", "mysql", "mysql/tmp", "dev")
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,12 @@ class ClusterPaths:
     @property
     def mysql_datadir(self) -> Path:
         return self.base / "mysql" / "data"
+
+    @property
+    def mysql_tmpdir(self) -> Path:
+        # MariaDB's own: its temporary tables are named after its pid, and two clusters'
+        # servers sharing /tmp once collided during the first start's initialisation.
+        return self.base / "mysql" / "tmp"
 
     @property
     def settings_file(self) -> Path:
