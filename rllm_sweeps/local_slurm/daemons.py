@@ -96,10 +96,14 @@ class Daemons:
     def start_mariadb(self, timeout: float) -> None:
         datadir = self.paths.mysql_datadir
         log = self.paths.log_dir / "mariadb.log"
-        if not (datadir / "mysql").is_dir():
+        # Initialised once; a first start that failed half-way (its marker never written) is
+        # started over rather than served from a datadir without its system tables.
+        initialised = datadir / ".initialised"
+        if not initialised.exists():
             self.log("initialising MariaDB datadir (first start only)")
             shutil.rmtree(datadir, ignore_errors=True)
             self.run([program("mariadb-install-db"), *mariadb_install_options(self.paths)], timeout=120)
+            initialised.touch()
         if self.pid("mariadbd") is None:
             self.paths.mysql_socket.unlink(missing_ok=True)
             self.run(
