@@ -31,6 +31,7 @@ from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
 from launchers.slurm_settings import SlurmSettings
 from launchers.slurm_states import REQUEUE_MAY_FOLLOW, JobWatch, base_state, classify_end, is_live
 from launchers.slurm_task import TrainCommand
+from launchers.submitit_private import sbatch_script
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths
 
@@ -120,7 +121,7 @@ class SlurmLauncher(Launcher):
         resources to flags: the executor's, for the submission and its preflight alike)."""
         probe = LaunchRequest(index=0, job_dir=Path("/nonexistent/jobs/preflight"), argv=[], resources=resources)
         # submitit renders its batch script without writing anything (its folder is not created).
-        script = self.executor(probe)._executor._make_submission_file_text("true", "preflight")
+        script = sbatch_script(self.executor(probe), "true")
         skip = ("--output", "--error", "--open-mode", "--job-name", "--signal", "--wckey")
         flags = [line.removeprefix("#SBATCH ").strip() for line in script.splitlines() if line.startswith("#SBATCH ")]
         return [f for f in flags if not f.startswith(skip)]

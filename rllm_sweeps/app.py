@@ -49,11 +49,10 @@ def command_line(argv: list[str], notify: Callable[[str], None]) -> list[str]:
 
 def preflight(argv: list[str]) -> None:
     """Check the command line before Hydra runs; may print and exit."""
-    from hydra._internal.utils import get_args_parser
-
     from rllm_sweeps.config.load import check_override_keys, load_config
+    from rllm_sweeps.config.private_api import command_line_parser
 
-    args = get_args_parser().parse_args(argv)
+    args = command_line_parser().parse_args(argv)
     if args.help:
         print(usage())
         raise SystemExit(0)

@@ -18,6 +18,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rllm_sweeps.config.private_api import child_node, raw_value
+
 RESOLVER = "rllm_native"
 
 
@@ -291,7 +293,7 @@ def is_planted(cfg: DictConfig, mapping: KeyMapping) -> bool:
     parent = OmegaConf.select(cfg, parent_key)
     if parent is None or leaf not in parent:
         return True  # native tree absent (another backend)
-    raw = parent._get_node(leaf)._value()  # the unresolved value
+    raw = raw_value(child_node(parent, leaf))  # the unresolved value
     return raw == mapping.interpolation()
 
 

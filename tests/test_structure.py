@@ -1,9 +1,12 @@
 """The code's shape, checked on its source in milliseconds: no import circle, no module of many
-concepts (over 500 lines without saying why at its top), no hasattr probing of the contracts."""
+concepts (over 500 lines without saying why at its top), no hasattr probing of the contracts, no
+private Hydra, OmegaConf or submitit API outside the two modules that hold it."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -11,6 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("rllm_sweeps", "launchers", "hydra_plugins")
 MAX_LINES = 500
 REASON = "Over 500 lines because"  # what a longer module must say in its docstring
+PRIVATE_API_LIBRARIES = ("hydra", "omegaconf", "submitit")
+PRIVATE_API_HOMES = ("rllm_sweeps.config.private_api", "launchers.submitit_private")
 
 
 def modules() -> dict[str, Path]:
@@ -19,6 +24,7 @@ def modules() -> dict[str, Path]:
         for path in (REPO / package).rglob("*.py"):
             name = ".".join(path.relative_to(REPO).with_suffix("").parts)
             found[name.removesuffix(".__init__")] = path
+    found["train"] = REPO / "train.py"
     return found
 
 
@@ -98,3 +104,58 @@ def test_the_sweeper_never_probes_a_launcher_or_job_source_with_hasattr():
                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "hasattr":
                     probing.append(f"{name}:{node.lineno}")
     assert probing == []
+
+
+def library_private_names() -> set[str]:
+    """The underscored names Hydra, OmegaConf and submitit define or use on their objects (methods,
+    attributes, dataclass fields), read from their installed source without importing them."""
+    defined = re.compile(r"(?:\bdef\s+|\.|^[ \t]*)(_[A-Za-z]\w*)", re.MULTILINE)
+    names: set[str] = set()
+    for library in PRIVATE_API_LIBRARIES:
+        spec = importlib.util.find_spec(library)
+        assert spec is not None and spec.submodule_search_locations, library
+        for root in spec.submodule_search_locations:
+            for path in Path(root).rglob("*.py"):
+                names |= set(defined.findall(path.read_text()))
+    return names
+
+
+def private_api_uses(source: str, private_names: set[str]) -> list[int]:
+    """Lines that import an underscored module or name of the libraries (hydra._internal,
+    omegaconf._utils, ...) or read one of their underscored attributes on an object not `self`/`cls`."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else []
+            if any(m.split(".")[0] in PRIVATE_API_LIBRARIES for m in modules) and any(
+                part.startswith("_") for m in modules for part in m.split(".")[1:] + names
+            ):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Attribute) and node.attr in private_names:
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_private_hydra_and_omegaconf_api_is_used_only_in_private_api():
+    private_names = library_private_names()
+    assert {"_get_node", "_executor"} <= private_names  # the libraries' source was read
+    outside = []
+    for name, path in modules().items():
+        if name not in PRIVATE_API_HOMES:
+            outside += [f"{name}:{line}" for line in private_api_uses(path.read_text(), private_names)]
+    assert outside == [], "route these through rllm_sweeps/config/private_api.py or launchers/submitit_private.py"
+
+
+def test_the_private_api_finder_finds_private_imports_and_attributes():
+    source = """
+from hydra._internal.utils import get_args_parser
+from omegaconf import _utils
+import submitit.core._submit
+from hydra.core.override_parser.types import Override
+node = cfg._get_node("a")
+self._get_node = None
+other._not_a_library_name()
+"""
+    assert private_api_uses(source, {"_get_node"}) == [2, 3, 4, 6]

@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.issues import ConfigIssue
+from rllm_sweeps.config.private_api import child_node
 from rllm_sweeps.problems import did_you_mean_key
 
 
@@ -58,7 +59,7 @@ def all_keys(cfg: DictConfig) -> list[str]:
             for k in node.keys():  # type: ignore[union-attr]
                 path = f"{prefix}{k}"
                 keys.append(path)
-                walk(node._get_node(k), path + ".")  # type: ignore[union-attr]
+                walk(child_node(node, k), path + ".")  # type: ignore[arg-type]
 
     walk(cfg, "")
     return [k for k in keys if k != "hydra" and not k.startswith("hydra.")]

@@ -1,19 +1,24 @@
-"""Every use of Hydra's and OmegaConf's private (underscored or undocumented) API by the fast composition.
+"""Every use of Hydra's and OmegaConf's private (underscored or undocumented) API in the project.
 
 Checked against hydra-core 1.3.2, omegaconf 2.3.1 (antlr4-python3-runtime 4.9.3). Each function says why the
 public API does not do it. After upgrading either library, tests/test_sweep_plan.py (the fast composition
-against load_config()) says whether these still hold.
+against load_config()) and tests/test_sweep_spec.py (override values, glob()) say whether these still hold;
+tests/test_structure.py keeps such uses here (submitit's are in launchers/submitit_private.py).
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra.core.override_parser.types import Override
 from omegaconf import Container, DictConfig, Node
+
+if TYPE_CHECKING:  # hydra._internal is imported where used: importing this module stays cheap
+    from hydra.core.config_loader import ConfigLoader
+    from hydra.core.override_parser.types import Override
 
 
 def apply_overrides(overrides: Sequence[Override], cfg: DictConfig) -> None:
@@ -22,7 +27,44 @@ def apply_overrides(overrides: Sequence[Override], cfg: DictConfig) -> None:
     Public Hydra only composes from scratch (hydra.compose: the defaults list again, ~0.1 s a call); a copy of
     this function on OmegaConf.update would be a second copy of Hydra's rules for +, ++ and ~ and their errors.
     """
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
     ConfigLoaderImpl._apply_overrides_to_config(list(overrides), cfg)
+
+
+def config_loader(conf_dir: Path) -> ConfigLoader:
+    """Hydra's config loader over `conf_dir`: what glob() needs to list a config group's options.
+
+    Public Hydra makes one only inside a Hydra app (hydra.main, initialize*), as global state
+    (GlobalHydra), which parsing a sweep outside the app must neither need nor change.
+    """
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_config_search_path
+
+    return ConfigLoaderImpl(config_search_path=create_config_search_path(str(conf_dir)))
+
+
+def command_line_parser() -> argparse.ArgumentParser:
+    """Hydra's own parser of an app's command line (-m, --cfg, --help, the overrides).
+
+    Public Hydra parses the command line only inside hydra.main, which then runs the app; the
+    pre-flight check reads the same flags before it.
+    """
+    from hydra._internal.utils import get_args_parser
+
+    return get_args_parser()
+
+
+def override_value_text(value: Any) -> str:
+    """A value as Hydra writes it right of `=` in an override: strings with , : = ( ) [ ] { } and
+    spaces escaped, None as null, booleans as True/False.
+
+    Public Hydra writes only an Override's own parsed value (Override.get_value_element_as_str),
+    not a value the caller holds; a copy of its escaping here would be a second copy of its rules.
+    """
+    from hydra.core.override_parser.types import Override
+
+    return Override._get_value_element_as_str(value)
 
 
 def child_node(container: Container, key: str | int) -> Node:

@@ -24,6 +24,7 @@ from hydra.errors import HydraException
 
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.overrides import config_groups
+from rllm_sweeps.config.private_api import config_loader
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.sweep.param import Choice, Param
 from rllm_sweeps.sweep.values import format_value, parse_value
@@ -63,10 +64,7 @@ def is_number(value: Any) -> bool:
 
 def default_config_loader() -> Any:
     """Hydra's config loader over conf/ (what the Hydra app has; for glob() outside it)."""
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra._internal.utils import create_config_search_path
-
-    return ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF_DIR)))
+    return config_loader(CONF_DIR)
 
 
 class ParamParser:
@@ -230,7 +228,7 @@ class ParamParser:
             "is_group": self.is_group(o.key_or_group),
         }
         if o.is_discrete_sweep():
-            if isinstance(o._value, Glob) and o.config_loader is None:
+            if isinstance(o.value(), Glob) and o.config_loader is None:
                 o.config_loader = default_config_loader()  # glob() lists the group's options
             try:
                 texts = list(o.sweep_string_iterator())
@@ -242,12 +240,12 @@ class ParamParser:
                 self.problem(where, "the sweep has no values")
                 return None
             int_range = None
-            sweep = o._value
+            sweep = o.value()
             if isinstance(sweep, RangeSweep) and not sweep.shuffle and all(is_integer(c.value) for c in choices):
                 int_range = (choices[0].value, choices[-1].value, int(sweep.step))
             return Param(kind="values", choices=choices, int_range=int_range, **common)
         if o.is_interval_sweep():
-            sweep = o._value
+            sweep = o.value()
             assert isinstance(sweep, IntervalSweep)
             log, is_int = "log" in sweep.tags, "int" in sweep.tags
             unknown = set(sweep.tags) - {"log", "int"}

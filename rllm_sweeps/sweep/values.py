@@ -12,8 +12,10 @@ import math
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override, Quote, QuotedString
+from hydra.core.override_parser.types import Quote, QuotedString
 from hydra.errors import HydraException
+
+from rllm_sweeps.config.private_api import override_value_text
 
 _PARSER = OverridesParser.create()
 
@@ -39,7 +41,7 @@ def same(a: Any, b: Any) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _format_str(value: str) -> str:
     candidates = [
-        Override._get_value_element_as_str(value),  # escapes , : = ( ) [ ] { } and spaces
+        override_value_text(value),  # escapes , : = ( ) [ ] { } and spaces
         QuotedString(text=value, quote=Quote.single).with_quotes(),
         QuotedString(text=value, quote=Quote.double).with_quotes(),
     ]
@@ -61,7 +63,7 @@ def format_value(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ",".join(f"{format_value(str(k))}:{format_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, bool) or value is None:
-        return Override._get_value_element_as_str(value).lower()
+        return override_value_text(value).lower()
     if isinstance(value, int | float):
-        return Override._get_value_element_as_str(value)
+        return override_value_text(value)
     raise ValueError(f"{value!r} ({type(value).__name__}) cannot be written as a Hydra override value")
