@@ -1,9 +1,9 @@
 """What runs inside a SLURM allocation: `python train.py ...`, stopped and requeued on a
 time limit or preemption (submitit calls `checkpoint()` on the signal).
 
-submitit runs the callable once per node. Rank 0 trains (train.py brings up the Ray head);
-on a multi-node job every other rank runs a Ray worker node that joins it and leaves when
-rank 0 is done (rllm_sweeps/runtime/job_ray.py).
+submitit runs the callable once per node, and every node runs the same command: the job decides
+by its rank what it does there (rllm_sweeps/runtime/node_role.py). Rank 0's output goes to the
+job's job.log and its attempt's start and end to attempts.jsonl; rank k's output to node-K.log.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import submitit
 
 from rllm_sweeps.records import attempts
-from rllm_sweeps.runtime import job_ray
+from rllm_sweeps.records.layout import JobPaths
 
 STOP_TIMEOUT_S = 60  # for the training process to reach a step boundary and save
 
@@ -36,11 +36,9 @@ class TrainCommand(submitit.helpers.Checkpointable):
         environment = submitit.JobEnvironment()
         rank = environment.global_rank
         job_dir = self.log.parent
-        argv, log_path = self.argv, self.log
+        log_path = self.log if rank == 0 else JobPaths(job_dir).node_log(rank)
         generation = attempts.generation_of(self.env)
-        if rank > 0:
-            argv, log_path = job_ray.worker_argv(job_dir, rank), job_dir / f"ray-worker-{rank}.log"
-        else:
+        if rank == 0:
             # Before train.py starts: an attempt killed during its start-up still leaves a trace, and
             # SLURM's requeues are counted (SLURM_RESTART_COUNT) as well as the resumes.
             restarts = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
@@ -48,14 +46,12 @@ class TrainCommand(submitit.helpers.Checkpointable):
         code: int | None = None
         try:
             with log_path.open("ab") as log:
-                self.process = subprocess.Popen(argv, env={**os.environ, **self.env}, stdout=log, stderr=log)
+                self.process = subprocess.Popen(self.argv, env={**os.environ, **self.env}, stdout=log, stderr=log)
                 code = self.process.wait()
         finally:
             if rank == 0:
+                # Also read by the job's other nodes: they leave even when train.py was killed outright.
                 attempts.record_end(job_dir, environment.job_id, code, generation=generation)
-                if job_ray.allocation_nodes() > 1:
-                    # Also when train.py died before its Ray head was up: the workers stop waiting.
-                    job_ray.mark_attempt_over(job_dir)
         if code not in (0, 143):
             raise RuntimeError(f"training exited with code {code} (see the job's job.log and result.json)")
         return code

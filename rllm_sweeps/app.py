@@ -47,6 +47,24 @@ def command_line(argv: list[str], notify: Callable[[str], None]) -> list[str]:
     return out
 
 
+def run_train_py(hydra_app: Callable[[], object]) -> None:
+    """`python train.py ARGS`: on every node of an allocation the same command; rank 0 checks the
+    command line and runs the Hydra app, the other ranks serve the job's Ray cluster
+    (runtime/node_role.py)."""
+    from rllm_sweeps.runtime.node_role import NoJobDir, run_node
+
+    def rank_0() -> None:
+        # rLLM's and SkyRL's spellings, sweep files by path; notes (a key SkyRL renamed) go to stderr
+        sys.argv[1:] = command_line(sys.argv[1:], notify=lambda note: print(note, file=sys.stderr))
+        preflight(sys.argv[1:])
+        hydra_app()
+
+    try:
+        run_node(sys.argv[1:], rank_0)
+    except NoJobDir as err:
+        fail(str(err))
+
+
 def preflight(argv: list[str]) -> None:
     """Check the command line before Hydra runs; may print and exit."""
     from rllm_sweeps.config.load import check_override_keys, load_config

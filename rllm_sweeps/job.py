@@ -177,7 +177,8 @@ def _train(
 ) -> dict[str, Any]:
     """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.engines import traits
-    from rllm_sweeps.runtime.job_ray import allocation_nodes, job_ray_cluster, no_ray
+    from rllm_sweeps.runtime.job_ray import job_ray_cluster, no_ray
+    from rllm_sweeps.runtime.node_role import NodeRole
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.trackers import make_trackers
     from rllm_sweeps.training.checkpoints import checkpoint_name
@@ -194,7 +195,7 @@ def _train(
     # Ray only where it is used: RayJaxBackend, SkyRL's GPU trainer, several nodes. On a multi-node
     # allocation this is the head; the other nodes' tasks join it (job_ray.py). ray.json records
     # this job's Ray processes (or that it has none), for `status` and teardown checks.
-    nodes = allocation_nodes()
+    nodes = NodeRole.of_this_process().nodes
     if backend_uses_ray(cfg) or nodes > 1:
         cluster = job_ray_cluster(job_dir, *ray_node_resources(cfg), nodes=nodes)
     else:

@@ -18,6 +18,23 @@ def test_each_start_is_paired_with_its_end_and_an_attempt_killed_with_its_wrappe
     assert runs[0].duration_s is not None and runs[1].ended_at is None
 
 
+def test_an_attempts_end_is_seen_only_for_that_scheduler_job_and_requeue(tmp_path):
+    # What a multi-node job's other nodes read to leave when rank 0's train.py was killed outright.
+    attempts.record_start(tmp_path, "7_0", restart_count=0, generation=1)
+    assert not attempts.attempt_ended(tmp_path, "7_0", 0)
+    attempts.record_end(tmp_path, "7_0", -9, generation=1)
+    assert attempts.attempt_ended(tmp_path, "7_0", 0)
+    # SLURM requeued it: the first attempt's end is not the second's.
+    assert not attempts.attempt_ended(tmp_path, "7_0", 1)
+    attempts.record_start(tmp_path, "7_0", restart_count=1, generation=1)
+    assert not attempts.attempt_ended(tmp_path, "7_0", 1)
+    attempts.record_start(tmp_path, "8", restart_count=1, generation=2)  # another scheduler job
+    attempts.record_end(tmp_path, "8", 0, generation=2)
+    assert not attempts.attempt_ended(tmp_path, "7_0", 1)
+    attempts.record_end(tmp_path, "7_0", 0, generation=1)
+    assert attempts.attempt_ended(tmp_path, "7_0", 1)
+
+
 def test_total_time_counts_every_attempt_not_only_the_last(tmp_path):
     lines = [
         {"event": "start", "time": 100.0, "scheduler_id": "7", "generation": 1},

@@ -2,7 +2,7 @@
 Ray (no mocks).
 
 Each slow test starts real `ray start --block` processes through the job's own path
-(``job_ray_cluster`` on rank 0, ``python -m rllm_sweeps.runtime.job_ray worker`` on rank k);
+(``job_ray_cluster`` on rank 0, ``train.py`` on rank k > 0 of a multi-node allocation);
 the whole file takes roughly 1 minute on a 2-core machine.
 """
 
@@ -298,22 +298,18 @@ def test_sigterm_and_sigkill_to_holder_leave_no_ray_process(tmp_path) -> None:
 @pytest.mark.slow
 def test_head_and_worker_join_two_nodes(tmp_path: Path) -> None:
     """(e) the multi-node protocol on one machine: rank 0's job_ray_cluster(nodes=2) and rank 1's
-    `python -m rllm_sweeps.runtime.job_ray worker` (own temp dirs and port blocks) form one 2-node
+    `python train.py ...` (the job's own command; own temp dirs and port blocks) form one 2-node
     cluster before the job gets its address; SIGTERM to each task stops its node's processes
     and nothing else."""
-    # The allocation's host list, as `scontrol show hostnames` would print it for one machine.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "scontrol").write_text("#!/bin/sh\necho localhost\n")
-    (bin_dir / "scontrol").chmod(0o755)
     job_dir = tmp_path / "job"
     job_dir.mkdir()
-    slurm = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_NODELIST": "localhost"}
+    # One allocation of two nodes, both on this machine (the same job id: the same attempt token).
+    slurm = {"SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "localhost", "SLURM_JOB_NUM_NODES": "2"}
     head = _start_holder(job_dir, 1, nodes=2, **slurm)
-    worker = subprocess.Popen(  # polls for rank 0's ray.json
-        [sys.executable, "-m", "rllm_sweeps.runtime.job_ray", "worker", str(job_dir), "--rank", "1"],
+    worker = subprocess.Popen(  # the job's command, on node 1: it polls for rank 0's ray.json
+        [sys.executable, str(REPO / "train.py"), "trainer.total_batches=1", f"hydra.run.dir={job_dir}"],
         cwd=REPO,
-        env=_env(SLURM_CPUS_ON_NODE="2", SLURM_GPUS_ON_NODE="0"),
+        env=_env(**slurm, SLURM_NODEID="1", SLURM_PROCID="1", SLURM_CPUS_ON_NODE="2", SLURM_GPUS_ON_NODE="0"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

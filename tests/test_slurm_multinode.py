@@ -113,6 +113,6 @@ def test_two_node_job_failing_before_its_ray_head_is_up_ends_without_waiting_for
     result = JobResult.read(job_dir)
     assert result is not None and result.status == "failed" and "letters must be" in (result.error or ""), out
     # The worker on n2 left when rank 0 marked the attempt over, not at its join timeout.
-    assert "ended before its Ray head started" in (job_dir / "ray-worker-1.log").read_text(), out
+    assert "ended before its Ray head started" in (job_dir / "node-1.log").read_text(), out
     assert not (job_dir / "ray-worker-1.json").exists()
     assert time.monotonic() - started < JOIN_TIMEOUT_S

@@ -158,6 +158,21 @@ def record_end(job_dir: Path, scheduler_id: str | None, exit_code: int | None, g
     append_event(job_dir, "end", generation=generation, scheduler_id=scheduler_id, exit_code=exit_code)
 
 
+def attempt_ended(job_dir: Path, scheduler_id: str, restart_count: int) -> bool:
+    """The wrapper recorded the end of this scheduler job's attempt `restart_count` (SLURM's
+    requeue count): the job's other nodes read it to leave even when the training process was
+    killed before it could say so itself."""
+    started = False
+    for e in read_events(job_dir):
+        if str(e.get("scheduler_id")) != scheduler_id:
+            continue
+        if e.get("event") == "start":
+            started = int(e.get("restart_count", 0)) == restart_count
+        elif e.get("event") == "end" and started:
+            return True
+    return False
+
+
 def generation_of(env: Mapping[str, str]) -> int:
     """The generation a job's environment launches it as (0: not launched by a sweep)."""
     return int(env.get(GENERATION_ENV, "0") or 0)

@@ -7,7 +7,7 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
       slurm/                            submitit's files of the sweep's SLURM arrays
       report/                           what `rllm-sweeps report` writes
       jobs/<index:04d>-<hash[:8]>/      JobPaths: one job
-        config.yaml, result.json, metrics.jsonl, job.log, attempts.jsonl, generation,
+        config.yaml, result.json, metrics.jsonl, job.log, node-K.log, attempts.jsonl, generation,
         ray.json, checkpoints/, work/, slurm/ (submitit's files of a job submitted alone), .lock
 """
 
@@ -64,6 +64,10 @@ class JobPaths:
     def log(self) -> Path:
         """The job process's stdout and stderr (train.py's output)."""
         return self.root / "job.log"
+
+    def node_log(self, rank: int) -> Path:
+        """The output of train.py on node `rank` > 0 of a multi-node allocation (rank 0's is `log`)."""
+        return self.root / f"node-{rank}.log"
 
     @property
     def attempts(self) -> Path:

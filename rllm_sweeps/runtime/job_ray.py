@@ -1,17 +1,17 @@
 """A job's Ray cluster on every node of its allocation.
 
 One node (a local run, a 1-node SLURM job): a Ray head on this machine, nothing else.
-N nodes (``SLURM_JOB_NUM_NODES=N``; submitit runs ``launchers.slurm_task.TrainCommand`` once
-per node):
+N nodes (``SLURM_JOB_NUM_NODES=N``): every node runs the same ``python train.py ...`` (submitit
+starts it once per node) and the job decides by its rank (``node_role.py``):
 
-    rank 0: train.py -> :func:`job_ray_cluster`: the Ray head, bound to the first node's
-            address; ``ray.json`` (address + attempt token) in the job directory; wait until
-            N nodes are alive; ``RAY_ADDRESS``; train; stop the head. TrainCommand then marks
-            the attempt over in ``ray.json`` (:func:`mark_attempt_over`).
-    rank k: :func:`run_worker` (``python -m rllm_sweeps.runtime.job_ray worker JOB_DIR``):
-            wait for this attempt's ``ray.json``, join with SLURM's CPUs/GPUs, leave when the
-            head's GCS stops answering or the attempt is marked over, and stop exactly this
-            node's Ray processes.
+    rank 0: trains; :func:`job_ray_cluster`: the Ray head, bound to the first node's address;
+            ``ray.json`` (address + attempt token) in the job directory; wait until N nodes are
+            alive; ``RAY_ADDRESS``; train; stop the head; the attempt marked over in ``ray.json``
+            (:func:`mark_attempt_over`, also when the job failed before its head was up).
+    rank k: :func:`run_worker`: wait for this attempt's ``ray.json``, join with SLURM's
+            CPUs/GPUs, leave when the head's GCS stops answering or the attempt is over (marked in
+            ``ray.json``, or its end recorded in ``attempts.jsonl`` by the SLURM task, which
+            covers a rank 0 killed outright), and stop exactly this node's Ray processes.
 
 The job directory is on a filesystem every node sees (submitit relies on that too), so
 ``ray.json`` is how the nodes find each other. Its token (SLURM job id + restart count) keeps
@@ -30,18 +30,17 @@ after teardown), ``ended`` (the attempt is over).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
 import os
 import socket
-import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.attempts import attempt_ended
 from rllm_sweeps.results import write_json_atomic
 from rllm_sweeps.runtime.errors import RayClusterError
 from rllm_sweeps.runtime.gcs import NodeInfo, disconnect_driver, tcp_reachable, wait_for_nodes
@@ -85,18 +84,8 @@ class JobRay:
         return [address.get(where[i], where[i]) for i in sorted(where)]
 
 
-def allocation_nodes() -> int:
-    """Nodes of this SLURM allocation (1 outside SLURM)."""
-    return int(os.environ.get("SLURM_JOB_NUM_NODES", "1"))
-
-
 def worker_file(job_dir: Path, rank: int) -> Path:
     return Path(job_dir) / f"ray-worker-{rank}.json"
-
-
-def worker_argv(job_dir: Path, rank: int) -> list[str]:
-    """The command a rank > 0 runs instead of train.py."""
-    return [sys.executable, "-m", "rllm_sweeps.runtime.job_ray", "worker", str(job_dir), "--rank", str(rank)]
 
 
 @contextlib.contextmanager
@@ -159,9 +148,8 @@ def _wait_for_workers(head: RayNode, nodes: int, timeout: float) -> list[NodeInf
         return wait_for_nodes(head.address, nodes, timeout=timeout, abort=head_died)
     except RayClusterError as err:
         raise RayClusterError(
-            f"{err}. Worker nodes join from the other tasks of this SLURM job "
-            f"(`python -m rllm_sweeps.runtime.job_ray worker`, started by the SLURM launcher); "
-            f"see ray-worker-*.log in the job directory."
+            f"{err}. Worker nodes join from the other nodes of this SLURM job (the same train.py "
+            f"command, rank > 0); see node-*.log in the job directory."
         ) from None
 
 
@@ -171,6 +159,19 @@ def mark_attempt_over(job_dir: Path) -> None:
     token = attempt_token()
     path = Path(job_dir) / RAY_FILE
     write_json_atomic(path, {**(_read_record(path, token) or {"token": token}), "ended": True})
+
+
+def _attempt_over(path: Path, token: str | None) -> bool:
+    """Rank 0 marked this attempt over, or the SLURM task recorded its end (rank 0 was killed)."""
+    if _read_record(path, token).get("ended"):
+        return True
+    if token is None:  # outside SLURM
+        return False
+    from submitit.slurm.slurm import SlurmJobEnvironment
+
+    # The task records the attempt under submitit's job id (an array task's is ARRAY_TASK).
+    restarts = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
+    return attempt_ended(path.parent, SlurmJobEnvironment().job_id, restarts)
 
 
 def _read_record(path: Path, token: str | None) -> dict[str, Any]:
@@ -197,12 +198,12 @@ def run_worker(job_dir: Path, rank: int, join_timeout_s: float = JOIN_TIMEOUT_S,
     with sigterm_raises():  # scancel / a time limit: the `finally` below still stops the node
         deadline = time.monotonic() + join_timeout_s
         record = _read_record(path, token)
-        while not (record.get("address") or record.get("ended")):
+        while not (record.get("address") or _attempt_over(path, token)):
             if time.monotonic() > deadline:
                 raise RayClusterError(f"no Ray head address for attempt {token} in {path} after {join_timeout_s:.0f}s")
             time.sleep(0.2)
             record = _read_record(path, token)
-        if record.get("ended"):
+        if not record.get("address"):
             print(f"rank {rank}: attempt {token} ended before its Ray head started", flush=True)
             return 0
         head = record["address"]
@@ -232,25 +233,10 @@ def _wait_until_over(node: RayNode, head: str, path: Path, token: str | None, po
             snapshot_at = time.monotonic() + SNAPSHOT_EVERY_S
         if node.proc.poll() is not None:
             return f"`ray start` exited with code {node.proc.returncode}"
-        if _read_record(path, token).get("ended"):
+        if _attempt_over(path, token):
             return "rank 0 ended the attempt"
         # Ray's own raylet would wait a minute for a lost GCS; the head stopping is our signal.
         misses = 0 if tcp_reachable(head) else misses + 1
         if misses >= LEAVE_AFTER_MISSES:
             return "the head's GCS stopped answering"
         time.sleep(poll_s)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rllm_sweeps.runtime.job_ray")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    worker = sub.add_parser("worker", help="run this node's Ray worker until the job's head is gone")
-    worker.add_argument("job_dir", type=Path)
-    worker.add_argument("--rank", type=int, default=int(os.environ.get("SLURM_PROCID", "1")))
-    worker.add_argument("--timeout", type=float, default=JOIN_TIMEOUT_S, help="seconds to wait for the head")
-    args = ap.parse_args(argv)
-    return run_worker(args.job_dir, args.rank, args.timeout)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

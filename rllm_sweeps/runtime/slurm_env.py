@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 from collections.abc import Mapping
 
 from rllm_sweeps.runtime.errors import RayClusterError
@@ -38,25 +37,12 @@ def slurm_node_resources(environ: Mapping[str, str] | None = None) -> tuple[int,
     return cpus, gpus or 0
 
 
-def slurm_hostnames(nodelist: str | None = None) -> list[str]:
-    """Expanded host names of ``nodelist`` (default $SLURM_JOB_NODELIST),
-    via ``scontrol show hostnames``; the first one runs the head."""
-    nodelist = nodelist or os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
-    if not nodelist:
-        raise RayClusterError("SLURM_JOB_NODELIST is not set")
-    out = subprocess.run(
-        ["scontrol", "show", "hostnames", nodelist],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    ).stdout
-    return [h for h in out.split() if h]
+def slurm_head_host() -> tuple[str, str]:
+    """(hostname, IP) of the allocation's first node (SLURM_JOB_NODELIST, read by submitit),
+    where the head runs."""
+    from submitit.slurm.slurm import SlurmJobEnvironment
 
-
-def slurm_head_host(nodelist: str | None = None) -> tuple[str, str]:
-    """(hostname, IP) of the allocation's first node, where the head runs."""
-    host = slurm_hostnames(nodelist)[0]
+    host = SlurmJobEnvironment().hostnames[0]
     try:
         ip = socket.gethostbyname(host)
     except OSError as e:
