@@ -2,8 +2,10 @@
 
 The local SLURM cluster fixtures come from slurm_fixtures.py. Each worker has its own 1-node
 cluster; the 2-node cluster is one shared machine, so its tests run one after another on one
-worker (an xdist group). SLURM tests go first, since they wait on SLURM's timers more than they
-compute. Tests that assert a wall-clock time are
+worker (an xdist group). The tests sharing an expensive module-scoped fixture (a SkyRL backend, a
+12-trial Optuna study) are a group too, so that it is built once, not once per worker. SLURM tests
+go first, since they wait on SLURM's timers more than they compute. Tests that assert a
+wall-clock time are
 marked `timed` and run alone after the parallel part (see the Makefile's `test`).
 """
 
@@ -13,6 +15,11 @@ import pytest
 from slurm_fixtures import local_slurm, local_slurm_netns, slurm_env  # noqa: F401
 
 NETNS_CLUSTER_GROUP = "slurm-2-nodes"
+# Module-scoped fixtures too costly to build on every worker -> the xdist group of their tests.
+SHARED_FIXTURE_GROUPS = {
+    "backend_and_tokenizer": "jax-backend",  # tests/test_jax_engine_reads.py: a JaxBackend, compiled
+    "example": "optuna-example",  # tests/test_optuna.py: the shipped 12-trial study, run once
+}
 
 
 def cluster_group(item: pytest.Item) -> str | None:
@@ -30,8 +37,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     grouping = config.pluginmanager.hasplugin("xdist")
     for item in items:
         group = cluster_group(item)
-        if group is not None and grouping:
-            item.add_marker(pytest.mark.xdist_group(group))
+        shared = next((g for f, g in SHARED_FIXTURE_GROUPS.items() if f in getattr(item, "fixturenames", ())), None)
+        if grouping and (group or shared):
+            item.add_marker(pytest.mark.xdist_group(group or shared))
         (first if group is not None or item.get_closest_marker("slurm") else rest).append(item)
     items[:] = first + rest
 
