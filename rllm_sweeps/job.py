@@ -309,7 +309,7 @@ def build_backend(cfg: DictConfig, settings: Any, parallel_calls: int = 1) -> tu
     from transformers import AutoTokenizer
 
     from rllm_sweeps.models import resolve_model_path
-    from rllm_sweeps.training.jax_backend import enable_jax_compilation_cache, make_jax_backend
+    from rllm_sweeps.training.jax_backend import enable_jax_compilation_cache, make_jax_backend, with_jax_cache_env
 
     model_dir = resolve_model_path(str(cfg.model.path), cache_dir())
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
@@ -319,9 +319,10 @@ def build_backend(cfg: DictConfig, settings: Any, parallel_calls: int = 1) -> tu
 
         train = OmegaConf.to_container(cfg.skyrl.train, resolve=True)
         return make_skyrl_train_backend(engine, train, model_dir), tokenizer
+    jax_cache = None
     if os.environ.get("RLLM_SWEEPS_JAX_CACHE", "on") != "off":
         # Jobs of a machine share compiled programs: later jobs skip most of the JIT time.
-        enable_jax_compilation_cache(cache_dir() / "jax")
+        jax_cache = enable_jax_compilation_cache(cache_dir() / "jax")
     jax_settings = OmegaConf.to_container(cfg.skyrl.jax, resolve=True)
     # 0 (SkyRL: "whole batch") is sized by make_jax_backend so every call keeps one shape.
     sizes = {k: jax_settings.pop(k) or None for k in ("train_micro_batch_size", "sample_max_num_sequences")}
@@ -332,6 +333,8 @@ def build_backend(cfg: DictConfig, settings: Any, parallel_calls: int = 1) -> tu
 
         jax_settings["num_processes"] = jax_settings["num_processes"] or int(cfg.resources.nodes)
         jax_settings["ray_actor_options"] = jax_settings["ray_actor_options"] or {"num_cpus": 1}
+        if jax_cache is not None:  # the JAX processes (Ray actors) compile into the same cache
+            jax_settings["ray_actor_options"] = with_jax_cache_env(jax_settings["ray_actor_options"], jax_cache)
         # The mesh must cover every process's devices (SkyRL's weight loading fails on a mesh
         # smaller than the global device set): shard data-parallel across the processes.
         mesh = ("fully_sharded_data_parallel_size", "expert_parallel_size", "tensor_parallel_size")

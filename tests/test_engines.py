@@ -168,3 +168,19 @@ def test_a_skyrl_user_picks_the_megatron_engine_with_skyrls_own_strategy_key():
     # SkyRL's old name for fsdp means the fsdp engine (validate_cfg: "renamed to 'fsdp'").
     cfg = load_config(["skyrl.engine=fsdp", "skyrl.train.trainer.strategy=fsdp2", "resources.gpus_per_node=1"])
     assert cfg.skyrl.engine == "fsdp" and cfg.skyrl.train.trainer.strategy == "fsdp"
+
+
+def test_ray_actor_options_carry_the_jax_cache_settings_and_the_users_own_variables_win():
+    from rllm_sweeps.training.jax_backend import jax_cache_settings, with_jax_cache_env
+
+    user = {"num_cpus": 2, "runtime_env": {"env_vars": {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "5", "A": "1"}}}
+    options = with_jax_cache_env(user, "/c/jax")
+    assert options["num_cpus"] == 2
+    assert options["runtime_env"]["env_vars"] == {
+        "JAX_COMPILATION_CACHE_DIR": "/c/jax",
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "5",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+        "A": "1",
+    }
+    assert user["runtime_env"]["env_vars"] == {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "5", "A": "1"}
+    assert set(jax_cache_settings("/c")) == {name.lower() for name in options["runtime_env"]["env_vars"]} - {"a"}

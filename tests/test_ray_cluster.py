@@ -350,3 +350,32 @@ def test_head_and_worker_join_two_nodes(tmp_path: Path) -> None:
         assert not _temp_dir(h_node).exists()
     finally:
         _kill([worker, head])
+
+
+@pytest.mark.slow
+def test_ray_actors_given_the_jobs_jax_cache_options_compile_into_the_jobs_cache(tmp_path: Path) -> None:
+    """RayJaxBackend's JAX processes are Ray actors, which the job's jax.config does not reach: the
+    actor options carry the cache settings (training/jax_backend.py), and JAX in the actor uses them."""
+    import ray
+
+    from rllm_sweeps.training.jax_backend import with_jax_cache_env
+
+    cache = tmp_path / "jax"
+    cache.mkdir()
+
+    @ray.remote
+    def compile_a_program() -> str:
+        import jax
+        import jax.numpy as jnp
+
+        jax.jit(lambda x: x * 2 + 1)(jnp.arange(3)).block_until_ready()
+        return str(jax.config.jax_compilation_cache_dir)
+
+    with job_ray_cluster(tmp_path / "job", num_cpus=1, num_gpus=0) as cluster:
+        ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
+        try:
+            options = with_jax_cache_env({"num_cpus": 1}, cache)
+            assert ray.get(compile_a_program.options(**options).remote(), timeout=300) == str(cache)
+        finally:
+            ray.shutdown()
+    assert any(cache.iterdir())  # the actor's compiled program was written to the job's cache

@@ -11,22 +11,39 @@ from rllm_sweeps.training.settings import LoopSettings
 log = logging.getLogger(__name__)
 
 
-def enable_jax_compilation_cache(cache_dir: str | os.PathLike) -> Path:
-    """Turn on JAX's persistent compilation cache (call before the first compile).
+def jax_cache_settings(cache_dir: str | os.PathLike) -> dict[str, object]:
+    """JAX's persistent compilation cache in ``cache_dir``, every program cached: JAX's defaults skip
+    programs that compile in under 1 s, which is most of them for a tiny model. Jobs of a machine
+    that share ``cache_dir`` and run the same shapes reuse the compiled XLA executables; tracing
+    still happens in every process."""
+    return {
+        "jax_compilation_cache_dir": str(Path(cache_dir).expanduser()),
+        "jax_persistent_cache_min_compile_time_secs": 0.0,
+        "jax_persistent_cache_min_entry_size_bytes": 0,
+    }
 
-    Every compiled program is cached, however fast it compiled (JAX's defaults skip
-    programs that compile in under 1 s, which is most of them for a tiny model).
-    Jobs of a sweep that share ``cache_dir`` and run the same shapes reuse the
-    compiled XLA executables; tracing still happens in every process.
-    """
+
+def enable_jax_compilation_cache(cache_dir: str | os.PathLike) -> Path:
+    """Turn on the cache of :func:`jax_cache_settings` in this process (call before the first compile)."""
     import jax
 
-    path = Path(cache_dir).expanduser()
+    settings = jax_cache_settings(cache_dir)
+    path = Path(str(settings["jax_compilation_cache_dir"]))
     path.mkdir(parents=True, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    for name, value in settings.items():
+        jax.config.update(name, value)
     return path
+
+
+def with_jax_cache_env(actor_options: dict, cache_dir: str | os.PathLike) -> dict:
+    """Ray actor options whose process uses the same cache: RayJaxBackend's JAX processes are Ray
+    actors, which this process's jax.config does not reach; JAX reads each setting's default from
+    the environment variable of its upper-cased name. A variable the user set in the options'
+    runtime_env wins."""
+    runtime_env = dict(actor_options.get("runtime_env") or {})
+    ours = {name.upper(): str(value) for name, value in jax_cache_settings(cache_dir).items()}
+    runtime_env["env_vars"] = {**ours, **(runtime_env.get("env_vars") or {})}
+    return {**actor_options, "runtime_env": runtime_env}
 
 
 # forward_backward's default micro batch, as a token budget: the best measured on one H200 (0.44 B
