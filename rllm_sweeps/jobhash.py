@@ -10,6 +10,7 @@ import functools
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -76,7 +77,7 @@ _quoted = json.encoder.encode_basestring_ascii  # json.dumps's own string encode
 
 
 def _leaf(value: Any) -> str:
-    """_dumps(value) of a leaf, without building an encoder (jobs re-encode ~100 leaves each)."""
+    """_dumps(value), without building an encoder for a leaf (a job's hash encodes a few)."""
     kind = type(value)
     if kind is str:
         return _quoted(value)
@@ -91,92 +92,131 @@ def _leaf(value: Any) -> str:
     return _dumps(value)
 
 
-class CanonicalJson:
-    """The canonical JSON config_hash takes, for many configs that share subtrees with one base
-    (a sweep's jobs, copied from the base only along the paths they change): the text of each
-    of the base's subtrees and leaves is computed once and found again by identity.
+class HashTemplate:
+    """config_hash for many configs that equal one base but at a few paths (a sweep's jobs): the
+    canonical JSON of everything else is written once, with holes where those paths are, and a
+    config's hash encodes only its own values there. `drop` paths are left out as well (a point's
+    hash: the job's config without its seed); they are removed from dicts only, as _strip_seed.
 
-    The base's subtrees are held (so identities stay valid) and must not be mutated.
+        template = HashTemplate(base, changed={"trainer.lr", ...}, drop=("trainer.seed",))
+        template.hash(job_plain) == config_hash(job_plain less the drop paths)
+
+    The caller vouches that the configs equal `base` outside `changed` (the fast composition's
+    copy-on-write tree writes nowhere else). ValueError when a path cannot be a hole (it is not
+    in the base; a drop path or a NOT_HASHED key lies inside a changed value): hash those configs
+    with config_hash.
     """
 
-    def __init__(self, base: dict[str, Any] | None = None) -> None:
-        # id -> (node, its text, its '"key":text' items by key, in sorted order)
-        self._known: dict[int, tuple[Any, str, dict[Any, str]]] = {}
-        self._base = _without(base, _not_hashed_tree()) if base is not None else None  # as config_hash sees it
-        if self._base is not None:
-            self._remember(self._base)
+    def __init__(self, base: dict[str, Any], changed: Iterable[str], drop: Iterable[str] = ()) -> None:
+        hashed = _without(base, _not_hashed_tree())
+        holes = {h for h in (_hole(base, hashed, path) for path in changed) if h is not None}
+        holes = {h for h in holes if not any(h[: len(o)] == o for o in holes if o != h)}  # outermost only
+        for hole in holes:
+            if _not_hashed_below(hole):
+                raise ValueError(f"{'.'.join(hole)} holds keys the hash leaves out")
+        drops = set()
+        for path in drop:
+            parts = tuple(path.split("."))
+            if any(parts[: len(h)] == h and parts != h for h in holes):
+                raise ValueError(f"{path} is inside a changed value")
+            if _dict_path(hashed, parts):
+                drops.add(parts)
+        self._holes = holes - drops
+        self._parts: list[tuple[str, ...]] = []  # the holes, in the order the text has them
+        self._text: list[str] = [""]  # constant text before each hole, then after the last
+        self._write(hashed, (), drops)
+        self._head = hashlib.sha256(self._text[0].encode())  # hash() starts from a copy
+        self._tail = [t.encode() for t in self._text[1:]]
 
-    def _remember(self, node: Any) -> str:
-        items: dict[Any, str] = {}
-        if isinstance(node, dict) and all(isinstance(k, str) for k in node):
-            items = {k: f"{_quoted(k)}:{self._remember(node[k])}" for k in sorted(node)}
-            text = "{" + ",".join(items.values()) + "}"
-        elif isinstance(node, list):
-            text = "[" + ",".join(self._remember(v) for v in node) + "]"
-        else:
-            return _leaf(node)
-        self._known[id(node)] = (node, text, items)
-        return text
+    def _write(self, node: Any, path: tuple[str, ...], drops: set[tuple[str, ...]]) -> None:
+        """Append `node`'s canonical JSON to the template: text, and a hole per changed path."""
+        if path in self._holes:
+            self._parts.append(path)
+            self._text.append("")
+            return
+        inside = [h for h in (*self._holes, *drops) if h[: len(path)] == path and h != path]
+        if not inside:
+            self._text[-1] += _dumps(node)
+            return
+        if not all(isinstance(k, str) for k in node):
+            raise ValueError(f"{'.'.join(path)}: keys that are not all strings")
+        self._text[-1] += "{"
+        first = True
+        for key in sorted(node):
+            child = (*path, key)
+            if child in drops:
+                continue
+            self._text[-1] += ("" if first else ",") + _quoted(key) + ":"
+            first = False
+            self._write(node[key], child, drops)
+        self._text[-1] += "}"
 
-    def dumps(self, node: Any, scratch: dict[int, tuple[Any, str]] | None = None) -> str:
-        """json.dumps(node, sort_keys=True, separators=(",", ":"), default=str), the same text.
+    def values(self, plain: dict[str, Any]) -> list[str]:
+        """The canonical JSON of `plain`'s value at each hole (KeyError/TypeError: a hole is missing)."""
+        out = []
+        for path in self._parts:
+            node: Any = plain
+            for part in path:
+                node = node[part]
+            out.append(_leaf(node))
+        return out
 
-        `scratch` remembers the texts of `node`'s own dicts (and holds them, so their identities
-        stay theirs) for another call on a config that shares them: a job's config and its
-        point's (without the seed). They must not change while it is in use."""
-        return self._dumps(node, self._base, {} if scratch is None else scratch)
+    def text(self, plain: dict[str, Any]) -> str:
+        """The canonical JSON config_hash takes of `plain`."""
+        out = [self._text[0]]
+        for value, after in zip(self.values(plain), self._text[1:], strict=True):
+            out += (value, after)
+        return "".join(out)
 
-    def _dumps(self, node: Any, like: Any, scratch: dict[int, tuple[Any, str]]) -> str:
-        # `like`: the base's node at the same path; `node` is a copy of it (a few children
-        # replaced, added or dropped) or unrelated to it.
-        known = self._known.get(id(node))
-        if known is not None and known[0] is node:
-            return known[1]
-        seen = scratch.get(id(node))
-        if seen is not None and seen[0] is node:
-            return seen[1]
-        text = self._encode(node, like, scratch)
-        if isinstance(node, dict | list):
-            scratch[id(node)] = (node, text)
-        return text
-
-    def _encode(self, node: Any, like: Any, scratch: dict[int, tuple[Any, str]]) -> str:
-        if isinstance(node, dict):
-            same = self._known.get(id(like)) if isinstance(like, dict) else None
-            items = same[2] if same is not None and same[0] is like else {}
-            if items and node.keys() == items.keys():  # the same keys: re-encode the replaced values only
-                changed = [k for k, v in node.items() if v is not like[k]]
-                if not changed:
-                    return same[1]  # type: ignore[index]
-                fresh = dict(items)
-                for k in changed:
-                    fresh[k] = f"{_quoted(k)}:{self._dumps(node[k], like[k], scratch)}"
-                return "{" + ",".join(fresh.values()) + "}"
-            out = []
-            try:
-                for k in sorted(node):
-                    value = node[k]
-                    item = items.get(k)
-                    if item is None or like[k] is not value:
-                        item = f"{_quoted(k)}:{self._dumps(value, like.get(k) if items else None, scratch)}"
-                    out.append(item)
-            except TypeError:  # keys that are not all strings: json's own rules
-                return _dumps(node)
-            return "{" + ",".join(out) + "}"
-        if isinstance(node, list):
-            return "[" + ",".join(self._dumps(v, None, scratch) for v in node) + "]"
-        return _leaf(node)
+    def hash(self, plain: dict[str, Any], length: int = 12) -> str:
+        """config_hash's hash of `plain`: sha256(text(plain)), the text before the first hole hashed once."""
+        digest = self._head.copy()
+        for value, after in zip(self.values(plain), self._tail, strict=True):
+            digest.update(value.encode())
+            digest.update(after)
+        return digest.hexdigest()[:length]
 
 
-def config_hash(
-    cfg: DictConfig | dict[str, Any],
-    length: int = 12,
-    canonical: CanonicalJson | None = None,
-    scratch: dict[int, tuple[Any, str]] | None = None,
-) -> str:
-    """The hash of a config's canonical JSON, without the NOT_HASHED keys. `canonical` (the
-    planner's, one per base) and `scratch` (see CanonicalJson.dumps) only make it faster."""
+def _hole(base: dict[str, Any], hashed: dict[str, Any], dotted: str) -> tuple[str, ...] | None:
+    """Where a config that may differ from `base` at `dotted` differs in the hashed tree: the
+    path, cut at the first list (a list is re-encoded whole); None when the hash does not see it."""
+    parts = dotted.split(".")
+    node: Any = hashed
+    for i, part in enumerate(parts):
+        if not isinstance(node, dict):
+            return tuple(parts[:i])
+        if part not in node:
+            if _dict_path(base, tuple(parts[: i + 1])):
+                return None  # a NOT_HASHED key
+            raise ValueError(f"{dotted} is not a key of the base")
+        node = node[part]
+    return tuple(parts)
+
+
+def _not_hashed_below(path: tuple[str, ...]) -> bool:
+    """True if a NOT_HASHED path lies strictly inside `path` (a value there is not hashed whole)."""
+    node: Any = _not_hashed_tree()
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return isinstance(node, dict)
+
+
+def _dict_path(tree: Any, path: tuple[str, ...]) -> bool:
+    """True if `path` leads to a value through dicts only."""
+    for part in path:
+        if not isinstance(tree, dict) or part not in tree:
+            return False
+        tree = tree[part]
+    return True
+
+
+def config_hash(cfg: DictConfig | dict[str, Any], length: int = 12) -> str:
+    """The hash of a config's canonical JSON, without the NOT_HASHED keys (HashTemplate: the
+    same hash, faster, for many configs that differ from one base at a few paths)."""
     plain = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else cfg
     plain = _without(plain, _not_hashed_tree())  # type: ignore[arg-type]
-    text = canonical.dumps(plain, scratch) if canonical is not None else _dumps(plain)
+    return _sha(_dumps(plain), length)
+
+
+def _sha(text: str, length: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]

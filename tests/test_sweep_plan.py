@@ -415,19 +415,3 @@ def test_plan_json_streamed_from_disk_loads_as_the_plans_dict(tmp_path):
     plan = plan_sweep(["trainer.lr=1e-4,2e-4", "rollout.n=2,4"])
     path = plan.write(tmp_path)
     assert json.loads(path.read_text()) == json.loads(json.dumps(plan.to_dict(), default=str))
-
-
-def test_the_hash_shortcut_writes_the_canonical_json_of_each_jobs_config_exactly():
-    from rllm_sweeps.jobhash import CanonicalJson, _not_hashed_tree, _without
-
-    composer = JobComposer()
-    base = composer.base()
-    canonical = CanonicalJson(base.plain)
-    settings = [Setting("trainer.lr", 2e-4, "2e-4"), Setting("rollout.n", 4, "4"), Setting("trainer.seed", 7, "7")]
-    job = composer.job(base, settings, [s.override for s in settings])
-    assert job.plain is not None and not job.exact_path
-    point = {**job.plain, "trainer": {k: v for k, v in job.plain["trainer"].items() if k != "seed"}}
-    scratch: dict = {}
-    for tree in (base.plain, job.plain, point):
-        hashed = _without(tree, _not_hashed_tree())
-        assert canonical.dumps(hashed, scratch) == json.dumps(hashed, sort_keys=True, separators=(",", ":"))

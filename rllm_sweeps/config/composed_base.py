@@ -12,7 +12,7 @@ from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.overrides import all_keys
 from rllm_sweeps.config.plain_tree import TreePath
 from rllm_sweeps.config.private_api import child_node, is_none
-from rllm_sweeps.jobhash import CanonicalJson
+from rllm_sweeps.jobhash import HashTemplate
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS, is_planted
 
 
@@ -32,14 +32,18 @@ class Base:
         self._analyses: dict[frozenset[str], Reevaluation] = {}
         self._targets: dict[str, bool] = {}
         self.native_types: list[ConfigIssue] | None = None  # SkyRL type checks of the base's tree
-        self._canonical: CanonicalJson | None = None
+        self._templates: dict[tuple[frozenset[str], tuple[str, ...]], HashTemplate | None] = {}
 
-    @property
-    def canonical(self) -> CanonicalJson | None:
-        """The hash's canonical JSON of this base's subtrees, computed once (jobs share them)."""
-        if self._canonical is None and self.plain is not None:
-            self._canonical = CanonicalJson(self.plain)
-        return self._canonical
+    def hash_template(self, changed: frozenset[str], drop: tuple[str, ...] = ()) -> HashTemplate | None:
+        """The config hash of jobs that differ from this base at `changed`, less `drop` (cached: a
+        sweep's jobs change the same paths); None when a template cannot say (config_hash can)."""
+        key = (changed, drop)
+        if key not in self._templates:
+            try:
+                self._templates[key] = HashTemplate(self.plain, changed, drop) if self.plain is not None else None
+            except ValueError:
+                self._templates[key] = None
+        return self._templates[key]
 
     def _target_ok(self, key: str) -> bool:
         """Can a job's value go straight into the tree at `key`? (an untyped leaf or a list)."""

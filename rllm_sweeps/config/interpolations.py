@@ -29,7 +29,7 @@ class Reevaluation:
     fast: bool  # False: the shortcut cannot prove the job's config equal (the exact path composes it)
     refs: list[Interpolation]  # `${key}` copies, in dependency order
     omega: list[Interpolation]  # evaluated by OmegaConf
-    dirty: set[str]  # dotted paths whose values may differ from the base's
+    dirty: frozenset[str]  # dotted paths whose values may differ from the base's
 
 
 def classify(raw: str, path: TreePath, is_any_node: bool) -> Interpolation:
@@ -98,11 +98,11 @@ def reevaluation(interps: list[Interpolation], keys: frozenset[str]) -> Reevalua
                 changed.add(interp.dotted)
                 grew = True
     if any(i.ref is None for i in dirty):
-        return Reevaluation(fast=True, refs=[], omega=dirty, dirty=changed)  # OmegaConf evaluates them all
+        return Reevaluation(fast=True, refs=[], omega=dirty, dirty=frozenset(changed))  # OmegaConf evaluates them all
     refs = in_dependency_order(dirty)
     if refs is None:
-        return Reevaluation(fast=False, refs=[], omega=[], dirty=changed)
-    return Reevaluation(fast=True, refs=refs, omega=[], dirty=changed)
+        return Reevaluation(fast=False, refs=[], omega=[], dirty=frozenset(changed))
+    return Reevaluation(fast=True, refs=refs, omega=[], dirty=frozenset(changed))
 
 
 def in_dependency_order(interps: list[Interpolation]) -> list[Interpolation] | None:

@@ -67,6 +67,7 @@ class JobConfig:
     issues: list[ConfigIssue]
     notes: list[str] = field(default_factory=list)
     exact_path: bool = False  # True: composed the slow, exact way
+    changed: frozenset[str] | None = None  # composed the fast way: the paths where `plain` may differ from the base's
 
 
 class JobComposer:
@@ -156,7 +157,7 @@ class JobComposer:
                 self.stats["fast"] += 1
                 explicit = self._explicit | keys
                 issues = self.validator.validate(plain, base, analysis.dirty, explicit) if validate else []
-                return JobConfig(plain=plain, issues=issues)
+                return JobConfig(plain=plain, issues=issues, changed=analysis.dirty)
         self.stats["exact"] += 1
         return self._exact(base, settings, overrides, validate)
 

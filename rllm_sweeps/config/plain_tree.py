@@ -53,19 +53,17 @@ class CopyOnWriteTree:
 
     def __init__(self, base: dict[str, Any]) -> None:
         self.root = dict(base)
-        self._copied: dict[TreePath, Any] = {(): self.root}
+        self._own = {id(self.root)}  # the nodes copied (held by the tree: their ids stay theirs)
 
     def set(self, path: TreePath, value: Any) -> None:
-        node = self.root
-        for i in range(len(path) - 1):
-            sub = path[: i + 1]
-            nxt = self._copied.get(sub)
-            if nxt is None:
-                orig = node[path[i]]
-                nxt = dict(orig) if isinstance(orig, dict) else list(orig)
-                node[path[i]] = nxt
-                self._copied[sub] = nxt
-            node = nxt
+        node: Any = self.root
+        for part in path[:-1]:
+            child = node[part]
+            if id(child) not in self._own:
+                child = dict(child) if isinstance(child, dict) else list(child)
+                node[part] = child
+                self._own.add(id(child))
+            node = child
         node[path[-1]] = value
 
     def get(self, path: Sequence[str | int]) -> Any:

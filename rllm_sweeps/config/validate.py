@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.native import quiet_skyrl
-from rllm_sweeps.config.rules import CROSS_RULES, LOGGERS, RULES
+from rllm_sweeps.config.rules import CROSS_RULES, LOGGERS, RULES, CrossRule
 from rllm_sweeps.keymap import KEY_MAPPINGS
 
 # Enums SkyRL 0.4.0 lets through validate_cfg and only trips over at run time
@@ -79,24 +79,36 @@ def _validate_plain(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list
 
 
 def check_common(plain: dict[str, Any]) -> list[ConfigIssue]:
-    issues = []
-    for key, check in RULES.items():
-        value = _get(plain, key)
-        if problem := check(value):
-            issues.append(ConfigIssue(key, f"{key}={value!r} is invalid: expected {problem}"))
+    issues = [issue for key in RULES if (issue := rule_issue(plain, key))]
     bad = {i.key for i in issues}
-    for rule in CROSS_RULES:
-        if bad.isdisjoint(rule.keys) and not rule.holds(*(_get(plain, k) for k in rule.keys)):
-            values = ", ".join(f"{k}={_get(plain, k)!r}" for k in rule.keys)
-            issues.append(ConfigIssue(rule.keys[0], f"{rule.message} (got {values})"))
-    return issues
+    return issues + [issue for rule in CROSS_RULES if (issue := cross_rule_issue(rule, plain, bad))]
 
 
-def check_native_train(train: dict[str, Any], engine: str | None, run_skyrl: bool = True) -> list[ConfigIssue]:
+def rule_issue(plain: dict[str, Any], key: str) -> ConfigIssue | None:
+    """The problem of common key `key` (a key of RULES) in `plain`, if any."""
+    value = _get(plain, key)
+    if problem := RULES[key](value):
+        return ConfigIssue(key, f"{key}={value!r} is invalid: expected {problem}")
+    return None
+
+
+def cross_rule_issue(rule: CrossRule, plain: dict[str, Any], bad: set[str]) -> ConfigIssue | None:
+    """The problem of a rule over several keys, if any; none when one of them is `bad` already."""
+    if bad.isdisjoint(rule.keys) and not rule.holds(*(_get(plain, k) for k in rule.keys)):
+        values = ", ".join(f"{k}={_get(plain, k)!r}" for k in rule.keys)
+        return ConfigIssue(rule.keys[0], f"{rule.message} (got {values})")
+    return None
+
+
+def check_native_train(
+    train: dict[str, Any], engine: str | None, run_skyrl: bool = True, enums: Iterable[str] | None = None
+) -> list[ConfigIssue]:
+    """`enums`: the NATIVE_ENUMS keys to check (None: all of them)."""
     from skyrl.train.config import SkyRLTrainConfig
 
     issues = [ConfigIssue(NATIVE_PREFIX + k, m) for k, m in _type_problems(SkyRLTrainConfig, train, "")]
-    for key, allowed in NATIVE_ENUMS.items():
+    for key in NATIVE_ENUMS if enums is None else enums:
+        allowed = NATIVE_ENUMS[key]
         value = _get(train, key)
         if value not in allowed:
             full = NATIVE_PREFIX + key
@@ -180,23 +192,23 @@ def check_jax(jax_settings: dict[str, Any]) -> list[ConfigIssue]:
 def _type_problems(datacls: type, data: Any, prefix: str) -> list[tuple[str, str]]:
     if not isinstance(data, dict):
         return [(prefix.rstrip("."), f"expected a mapping for {datacls.__name__}, got {data!r}")]
-    hints = _type_hints(datacls)
+    fields = _fields(datacls)
+    present = sorted(fields[name] for name in data if name in fields)  # in field order
     problems = []
-    for field in dataclasses.fields(datacls):
-        if field.name not in data:
-            continue
-        key = prefix + field.name
-        problems += _value_problems(hints[field.name], data[field.name], key)
+    for _, name, hint in present:
+        problems += _value_problems(hint, data[name], prefix + name)
     return problems
 
 
 @functools.cache
-def _type_hints(datacls: type) -> dict[str, Any]:
-    return typing.get_type_hints(datacls)
+def _fields(datacls: type) -> dict[str, tuple[int, str, Any]]:
+    """name -> (position, name, type) of each field of `datacls`."""
+    hints = typing.get_type_hints(datacls)
+    return {f.name: (i, f.name, hints[f.name]) for i, f in enumerate(dataclasses.fields(datacls))}
 
 
 def _value_problems(hint: Any, value: Any, key: str) -> list[tuple[str, str]]:
-    if dataclasses.is_dataclass(hint):
+    if _is_dataclass(hint):
         if value is None:
             return []
         return _type_problems(hint, value, key + ".")
@@ -205,9 +217,32 @@ def _value_problems(hint: Any, value: Any, key: str) -> list[tuple[str, str]]:
     return [(key, f"{NATIVE_PREFIX}{key}={value!r} is invalid: expected {_describe(hint)}")]
 
 
+def _is_dataclass(hint: Any) -> bool:
+    try:
+        return _dataclass_hint(hint)
+    except TypeError:  # not hashable
+        return dataclasses.is_dataclass(hint)
+
+
+@functools.cache
+def _dataclass_hint(hint: Any) -> bool:
+    return dataclasses.is_dataclass(hint)
+
+
+def _origin_args(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    try:
+        return _cached_origin_args(hint)
+    except TypeError:  # not hashable
+        return typing.get_origin(hint), typing.get_args(hint)
+
+
+@functools.cache
+def _cached_origin_args(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    return typing.get_origin(hint), typing.get_args(hint)
+
+
 def _matches(hint: Any, value: Any) -> bool:
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
+    origin, args = _origin_args(hint)
     if hint is Any or hint is object:
         return True
     if origin in (typing.Union, types.UnionType):

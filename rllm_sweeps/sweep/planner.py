@@ -29,10 +29,9 @@ from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.job_composer import JobComposer, JobConfig
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.plain_tree import plain_get
-from rllm_sweeps.jobhash import config_hash
-from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.problems import did_you_mean_key
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
+from rllm_sweeps.sweep.job_hashes import job_hashes
 from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals, job_spool, resource_hours
 from rllm_sweeps.sweep.point_scan import PointScanner, Scan
@@ -41,7 +40,7 @@ from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec
 from rllm_sweeps.sweep.spool import JobSpool
 
 _MAX_BAD_JOBS_SHOWN = 50  # invalid jobs whose problems are listed (all are counted)
-# A run composes and validates every job before it launches any (about 0.3 ms a job, and each job
+# A run composes and validates every job before it launches any (about 0.2 ms a job, and each job
 # is a training run): larger grids are refused with how to sample them instead.
 MAX_JOBS = 100_000
 PROGRESS_EVERY_S = 2.0
@@ -119,24 +118,6 @@ def plan_request(
 # ---- the planner -----------------------------------------------------------------------
 
 
-def _strip_seed(plain: dict[str, Any], seed_key: str) -> dict[str, Any]:
-    """The config without its seed (nor the seed's native mirrors): what a point is."""
-    paths = [seed_key] + [m.native for m in KEY_MAPPINGS if m.common == seed_key]
-    out = dict(plain)
-    for path in paths:
-        parts = path.split(".")
-        node: Any = out
-        for part in parts[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                node = None
-                break
-            node[part] = node = dict(child)
-        if isinstance(node, dict):
-            node.pop(parts[-1], None)
-    return out
-
-
 class Planner:
     """Checks a sweep, then composes and validates its jobs (point_scan.py picks the points)."""
 
@@ -163,6 +144,7 @@ class Planner:
         self.bad_jobs = 0  # of those, invalid ones
         self.duplicates = 0  # jobs whose config an earlier job has
         self.first_duplicate: tuple[int, int] | None = None  # (job, the earlier job)
+        self.job_hours = (0.0, 0.0)  # node- and GPU-hours of the jobs materialize() planned
 
     # -- checks that need a composed config ---------------------------------------------
 
@@ -304,7 +286,7 @@ class Planner:
                 shown = f" (the first {_MAX_BAD_JOBS_SHOWN} shown)" if n_bad > _MAX_BAD_JOBS_SHOWN else ""
                 raise SweepError(bad, where=f"{n_bad} of {self.attempted} jobs are invalid{shown}")
             complete = len(jobs) == n_jobs and spec.method != "optuna"  # Optuna's trials come later
-            node_h, gpu_h = resource_hours(j.resources for j in jobs) if complete else (scan.node_hours, scan.gpu_hours)
+            node_h, gpu_h = self.job_hours if complete else (scan.node_hours, scan.gpu_hours)
         if self.duplicates and self.first_duplicate is not None:
             first_dup = self.first_duplicate
             self.notes.append(
@@ -355,6 +337,9 @@ class Planner:
         started = time.perf_counter() if started is None else started
         reported = time.perf_counter()
         self.points_taken = 0
+        shaped: Any = object()  # the last job's resources (its config's dict), and their cost
+        hours = (0.0, 0.0)
+        self.job_hours = (0.0, 0.0)
         for point_index, point in enumerate(points, start=first_point):
             if limit is not None and index >= limit:
                 break
@@ -390,7 +375,11 @@ class Planner:
                     if self.first_duplicate is None:
                         self.first_duplicate = (index, next(j.index for j in jobs if j.config_hash == job.config_hash))
                 seen.add(job.config_hash)
-                self.resource_shapes.setdefault(json.dumps(job.resources, sort_keys=True), job.resources)
+                source = config.plain.get("resources")
+                if source is not shaped:  # the jobs of a base share its resources dict: keyed, costed once
+                    self.resource_shapes.setdefault(json.dumps(job.resources, sort_keys=True), job.resources)
+                    shaped, hours = source, resource_hours([job.resources])
+                self.job_hours = (self.job_hours[0] + hours[0], self.job_hours[1] + hours[1])
                 for note in config.notes:
                     if note not in self.notes:
                         self.notes.append(note)
@@ -415,11 +404,8 @@ class Planner:
     ) -> PlannedJob:
         plain = config.plain
         assert plain is not None
-        canonical = base.canonical if base is not None and not config.exact_path else None
-        scratch: dict[int, Any] = {}  # the job's and its point's configs share most of their dicts
-        chash = config_hash(plain, canonical=canonical, scratch=scratch)
-        if point_id is None:
-            point_id = config_hash(_strip_seed(plain, self.spec.seed_key), canonical=canonical, scratch=scratch)
+        chash, new_point_id = job_hashes(plain, config, base, self.spec.seed_key, point=point_id is None)
+        point_id = point_id or new_point_id
         if seed is None:
             try:
                 seed = plain_get(plain, self.spec.seed_key)

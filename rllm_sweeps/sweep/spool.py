@@ -15,6 +15,8 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # json.dumps's, built once (not per item)
+
 
 class JobSpool(Sequence[Any]):
     """Items (PlannedJob, or anything `encode`/`decode` turn into a dict and back), in order."""
@@ -26,7 +28,7 @@ class JobSpool(Sequence[Any]):
         self._end = 0
 
     def append(self, item: Any) -> None:
-        line = json.dumps(self._encode(item), separators=(",", ":"), default=str).encode() + b"\n"
+        line = _ENCODER.encode(self._encode(item)).encode() + b"\n"
         self._file.write(line)  # always at the end: reads use pread, which moves no file position
         self._offsets.append(self._end)
         self._end += len(line)
