@@ -172,6 +172,7 @@ BAD = [
     ["skyrl.jax.max_lora_adapters=x"],
     ["algorithm.adv_estimator=foo", "skyrl.train.trainer.epochs=many"],
     ["skyrl.engine=fsdp"],
+    ["workflow.max_turns=3"],  # the workflow's own checks (the single-turn workflow makes one call)
 ]
 
 

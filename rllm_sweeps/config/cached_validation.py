@@ -84,6 +84,7 @@ class CachedValidator:
         self._native: dict[tuple[Any, ...], list[ConfigIssue]] = {}
         self._jax: dict[tuple[Any, ...], list[ConfigIssue]] = {}
         self._engine: dict[tuple[Any, ...], list[ConfigIssue]] = {}
+        self._workflow: dict[Any, list[ConfigIssue]] = {}
         self._shapes: dict[tuple[int, frozenset[str]], _Shape] = {}  # bases live as long as their composer
         self.native_checks = 0  # how many times SkyRL's checks ran (cache misses)
 
@@ -108,6 +109,13 @@ class CachedValidator:
             if shape is None:
                 shape = self._shapes[(id(base), changed)] = _shape(base, changed)
         issues = check_common(plain) if shape is None else _common(plain, shape)
+        workflow_key = _token(plain.get("workflow"))
+        if workflow_key not in self._workflow:
+            from rllm_sweeps.workflows.base import workflow_problems  # as validate() does: imported when used
+
+            _bounded(self._workflow)
+            self._workflow[workflow_key] = [ConfigIssue(k, m) for k, m in workflow_problems(plain)]
+        issues += self._workflow[workflow_key]
         skyrl = plain.get("skyrl") or {}
         if not isinstance(skyrl, dict):
             return issues
