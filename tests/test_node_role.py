@@ -23,6 +23,13 @@ def test_one_node_trains_without_needing_a_job_directory():
     assert ran == [True]
 
 
+def test_a_sweeper_inside_a_multi_node_allocation_runs_as_a_sweeper_on_any_rank():
+    ran = []
+    run_node(["-m", "trainer.lr=1e-3,2e-3"], lambda: ran.append(True), NodeRole(rank=0, nodes=2))
+    run_node(["--multirun", "trainer.lr=1e-3,2e-3"], lambda: ran.append(True), NodeRole(rank=1, nodes=2))
+    assert ran == [True, True]
+
+
 def test_the_job_directory_is_read_from_hydra_run_dir():
     assert job_dir_of(["a=1", "hydra.run.dir=/x/jobs/0001-ab"]) == Path("/x/jobs/0001-ab")
     assert job_dir_of(["a=1", "hydra.sweep.dir=/x"]) is None

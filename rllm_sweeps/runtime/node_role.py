@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 JOB_DIR_OVERRIDE = "hydra.run.dir"  # where the nodes of a job find each other (ray.json)
+MULTIRUN_FLAGS = ("-m", "--multirun")  # Hydra's: train.py runs the sweeper, not a job
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,8 +50,8 @@ def run_node(argv: Sequence[str], train: Callable[[], object], role: NodeRole | 
     """train.py on this node: rank 0 runs `train`; rank k > 0 serves the job's Ray cluster until
     rank 0's attempt is over (exits with the worker's code)."""
     role = role or NodeRole.of_this_process()
-    if role.nodes == 1:
-        train()
+    if role.nodes == 1 or any(arg in MULTIRUN_FLAGS for arg in argv):
+        train()  # one node, or a sweeper (which may run inside a multi-node allocation): not a job's node
         return
     job_dir = job_dir_of(argv)
     if job_dir is None:
