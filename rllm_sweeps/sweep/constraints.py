@@ -5,13 +5,16 @@
 
 An expression is parsed with `ast` and checked against a whitelist (arithmetic,
 comparisons, `and`/`or`/`not`, `x if c else y`, literals, a few pure functions) before
-anything is evaluated; evaluation walks that tree itself. Nothing is `eval`-ed, and a
-name can only ever be a config key: `rollout.n` reads the point's value of `rollout.n`.
+anything is evaluated; the checked tree is then turned into a tree of small Python
+closures, once per constraint (a plan may test it on 100,000 points). Nothing is
+`eval`-ed, and a name can only ever be a config key: `rollout.n` reads the point's value
+of `rollout.n`.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 from collections.abc import Callable
@@ -88,6 +91,15 @@ class Constraint:
     source: str = field(default="", compare=False)  # where it was written, for messages
     _spelled: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # as typed -> key
 
+    @functools.cached_property
+    def _evaluate(self) -> Callable[[Lookup], Any]:
+        return _compile(self._tree, self._spelled)
+
+    def __getstate__(self) -> dict[str, Any]:  # closures do not pickle; they are rebuilt on use
+        state = dict(self.__dict__)
+        state.pop("_evaluate", None)
+        return state
+
     @classmethod
     def parse(cls, text: str, source: str = "", spell: Callable[[str], str] | None = None) -> Constraint:
         """`spell`: a name as typed -> its config key (rLLM's `rllm.rollout.n` is `rollout.n`)."""
@@ -105,11 +117,8 @@ class Constraint:
 
     def holds(self, lookup: Lookup) -> bool:
         """True if the point (whose values `lookup` returns by key) satisfies the constraint."""
-        if self._spelled:
-            typed_lookup, spelled = lookup, self._spelled
-            lookup = lambda key: typed_lookup(spelled.get(key, key))  # noqa: E731
         try:
-            value = _eval(self._tree, lookup)
+            value = self._evaluate(lookup)
         except ConstraintEvalError:
             raise
         except (ArithmeticError, TypeError, ValueError) as err:
@@ -168,47 +177,76 @@ def _number(value: Any, node: ast.AST) -> Any:
     return value
 
 
-def _eval(node: ast.AST, lookup: Lookup) -> Any:
+def _compile(node: ast.AST, spelled: dict[str, str]) -> Callable[[Lookup], Any]:
+    """The checked tree as closures: lookup -> value, with the same rules at every node as
+    the whitelist promises (arithmetic on numbers only, bounded exponents, short-circuits)."""
     if isinstance(node, ast.Constant):
-        return node.value
+        constant = node.value
+        return lambda lookup: constant
     if isinstance(node, ast.Attribute | ast.Name):
-        key = _key_of(node)  # type: ignore[arg-type]
-        assert key is not None
-        return _CONSTANTS[key] if key in _CONSTANTS else lookup(key)
+        name = _key_of(node)  # type: ignore[arg-type]
+        assert name is not None
+        if name in _CONSTANTS:
+            value = _CONSTANTS[name]
+            return lambda lookup: value
+        key = spelled.get(name, name)
+        return lambda lookup: lookup(key)
     if isinstance(node, ast.BinOp):
-        left = _number(_eval(node.left, lookup), node.left)
-        right = _number(_eval(node.right, lookup), node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
-            raise ConstraintEvalError(f"exponent {right!r} is too large")
-        return _BINOPS[type(node.op)](left, right)
+        left, right = _compile(node.left, spelled), _compile(node.right, spelled)
+        op, left_node, right_node = _BINOPS[type(node.op)], node.left, node.right
+        is_pow = isinstance(node.op, ast.Pow)
+
+        def binop(lookup: Lookup) -> Any:
+            a = _number(left(lookup), left_node)
+            b = _number(right(lookup), right_node)
+            if is_pow and abs(b) > _MAX_EXPONENT:
+                raise ConstraintEvalError(f"exponent {b!r} is too large")
+            return op(a, b)
+
+        return binop
     if isinstance(node, ast.UnaryOp):
-        operand = _eval(node.operand, lookup)
-        if not isinstance(node.op, ast.Not):
-            operand = _number(operand, node.operand)
-        return _UNARY[type(node.op)](operand)
+        operand, unary, operand_node = _compile(node.operand, spelled), _UNARY[type(node.op)], node.operand
+        if isinstance(node.op, ast.Not):
+            return lambda lookup: unary(operand(lookup))
+        return lambda lookup: unary(_number(operand(lookup), operand_node))
     if isinstance(node, ast.BoolOp):
+        values = [_compile(child, spelled) for child in node.values]
         is_and = isinstance(node.op, ast.And)
-        result: Any = is_and
-        for child in node.values:
-            result = _eval(child, lookup)
-            if bool(result) != is_and:
-                return result
-        return result
+
+        def boolop(lookup: Lookup) -> Any:
+            result: Any = is_and
+            for value in values:
+                result = value(lookup)
+                if bool(result) != is_and:
+                    return result
+            return result
+
+        return boolop
     if isinstance(node, ast.Compare):
-        left = _eval(node.left, lookup)
-        for op, comparator in zip(node.ops, node.comparators, strict=True):
-            right = _eval(comparator, lookup)
-            if not _COMPARE[type(op)](left, right):
-                return False
-            left = right
-        return True
+        first = _compile(node.left, spelled)
+        rest = [(_COMPARE[type(op)], _compile(c, spelled)) for op, c in zip(node.ops, node.comparators, strict=True)]
+
+        def compare(lookup: Lookup) -> bool:
+            left = first(lookup)
+            for op, comparator in rest:
+                right = comparator(lookup)
+                if not op(left, right):
+                    return False
+                left = right
+            return True
+
+        return compare
     if isinstance(node, ast.IfExp):
-        return _eval(node.body if _eval(node.test, lookup) else node.orelse, lookup)
+        test, body, orelse = (_compile(n, spelled) for n in (node.test, node.body, node.orelse))
+        return lambda lookup: body(lookup) if test(lookup) else orelse(lookup)
     if isinstance(node, ast.Tuple):
-        return tuple(_eval(e, lookup) for e in node.elts)
+        elts = [_compile(e, spelled) for e in node.elts]
+        return lambda lookup: tuple(e(lookup) for e in elts)
     if isinstance(node, ast.List):  # a list, so that `trainer.adam_betas == [0.9, 0.99]` compares as in YAML
-        return [_eval(e, lookup) for e in node.elts]
+        elts = [_compile(e, spelled) for e in node.elts]
+        return lambda lookup: [e(lookup) for e in elts]
     if isinstance(node, ast.Call):
         assert isinstance(node.func, ast.Name)
-        return FUNCTIONS[node.func.id](*(_eval(a, lookup) for a in node.args))
+        function, args = FUNCTIONS[node.func.id], [_compile(a, spelled) for a in node.args]
+        return lambda lookup: function(*(a(lookup) for a in args))
     raise ConstraintSyntaxError(f"'{ast.unparse(node)}' is not allowed")  # unreachable after _check

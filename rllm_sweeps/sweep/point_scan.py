@@ -195,12 +195,17 @@ class PointScanner:
         if limit is None:  # a run: the points are decoded and checked as they are taken
             accepted = (p for p in self.space.grid() if self.accepts(p))
             return Scan(accepted, size, None)
-        const = self.constant_cost() if not spec.constraints else None
-        if const is not None:  # nothing to scan: every point is in, every job costs the same
-            kept = list(itertools.islice(self.space.grid(), need))
-            jobs = size * spec.n_seeds
-            return Scan(kept, size, size, const[0] * jobs, const[1] * jobs)
-        return self.scan(self.space.grid(), need, size)
+        const = self.constant_cost()
+        if const is None:
+            return self.scan(self.space.grid(), need, size)
+        if spec.constraints:  # every job costs the same: count the accepted points, cost them once
+            scan = self.scan(self.space.grid(), need, size, cost=False)
+            count = scan.count or 0
+            jobs = count * spec.n_seeds
+            return Scan(scan.points, size, count, const[0] * jobs, const[1] * jobs)
+        kept = list(itertools.islice(self.space.grid(), need))  # nothing to scan: every point is in
+        jobs = size * spec.n_seeds
+        return Scan(kept, size, size, const[0] * jobs, const[1] * jobs)
 
     def optuna_probes(self, need: int | None) -> Scan:
         """Optuna asks its points one at a time as results arrive; up front, a few points drawn
