@@ -5,8 +5,8 @@ cluster; the 2-node cluster is one shared machine, so its tests run one after an
 worker (an xdist group). The tests sharing an expensive module-scoped fixture (a SkyRL backend, a
 12-trial Optuna study) are a group too, so that it is built once, not once per worker. SLURM tests
 go first, since they wait on SLURM's timers more than they compute. Tests that assert a
-wall-clock time are
-marked `timed` and run alone after the parallel part (see the Makefile's `test`).
+wall-clock time are marked `timed` and run alone after the parallel part (see the Makefile's
+`test`).
 """
 
 from __future__ import annotations

@@ -19,11 +19,11 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 # The shipped example as tests/test_optuna.py runs it (4-step jobs), sized for the CI node.
 SLURM_SHORT = [*SHORT, "resources.cpus_per_task=1", "resources.mem_gb=4", "resources.time_min=10"]
-TRIALS = 5
+TRIALS = 4
 
 
 def test_the_shipped_example_runs_its_trials_3_at_a_time_as_slurm_jobs_and_its_study_loads(slurm_env, tmp_path):
-    """conf/sweep/lr_optuna.yaml with cluster=local, on a budget of 5 trials (tests/test_optuna.py
+    """conf/sweep/lr_optuna.yaml with cluster=local, on a budget of 4 trials (tests/test_optuna.py
     runs all 12 of the example locally), 3 in flight. The CI node has 2 CPUs, so SLURM runs two of
     the three at once and queues the third."""
     since = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")

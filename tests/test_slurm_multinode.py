@@ -57,7 +57,13 @@ def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_a_requeue_
     # One job, requeued (`scontrol requeue`, as on preemption) after its first checkpoint.
     cluster = local_slurm_netns
     sweeper = start_two_node_job(
-        cluster, tmp_path, "skyrl.jax.use_ray=true", "trainer.total_batches=6", "trainer.save_freq=2"
+        cluster,
+        tmp_path,
+        "skyrl.jax.use_ray=true",
+        "trainer.total_batches=6",
+        "trainer.save_freq=2",
+        # >= 0.64 s a step (32 reward calls of 20 ms): the job still trains when its checkpoint is seen.
+        "task.reward=tests.probes.slow_reward:slow_reward",
     )
 
     def checkpointed_with_worker() -> bool:

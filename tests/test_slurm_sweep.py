@@ -22,6 +22,8 @@ QUICK = [
     "trainer.val_before_train=false",
     "trainer.test_freq=0",
     "task.dataset.val_size=8",
+    "data.train_batch_size=8",  # 8 prompts x 4 samples a step, not the default's 32 x 8
+    "rollout.n=4",
     "resources.cpus_per_task=1",  # two jobs fit on the 2-CPU node at once
     "resources.mem_gb=4",
     "resources.time_min=10",
@@ -43,27 +45,22 @@ def sacct_jobs(name_prefix: str, since: str) -> list[dict[str, str]]:
     return [r for r in rows if r["name"].startswith(name_prefix)]
 
 
-def test_four_training_jobs_run_as_throttled_slurm_arrays_never_more_than_two_at_once(slurm_env, tmp_path):
+def test_a_sweep_refused_by_slurm_then_fixed_runs_four_jobs_as_throttled_arrays_never_more_than_two_at_once(
+    slurm_env, tmp_path
+):
+    args = [
+        "trainer.lr=1e-3,2e-3,3e-3,4e-3",
+        "hydra/launcher=slurm",
+        "hydra.sweeper.parallel=2",
+        "hydra.launcher.max_array_size=3",  # 4 jobs: an array of 3, then the 4th after it
+    ]
+    # Refused before anything is submitted (the partition does not exist); the same command with
+    # the partition fixed then runs in the same sweep directory.
+    refused = run_sweep(tmp_path, *args, "hydra.launcher.partition=nope")
+    assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert not (tmp_path / "jobs").exists()
     since = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "train.py"),
-            "-m",
-            *QUICK,
-            "trainer.lr=1e-3,2e-3,3e-3,4e-3",
-            "hydra/launcher=slurm",
-            "cluster=local",
-            "hydra.sweeper.parallel=2",
-            "hydra.launcher.max_array_size=3",  # 4 jobs: an array of 3, then the 4th after it
-            f"hydra.sweep.dir={tmp_path}",
-        ],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = run_sweep(tmp_path, *args, "hydra.launcher.partition=debug")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = [JobResult.read(p.parent) for p in tmp_path.glob("jobs/*/result.json")]
     assert len(results) == 4 and all(r.status == "completed" for r in results)
@@ -119,15 +116,6 @@ def test_what_slurm_would_refuse_is_rejected_before_anything_is_submitted(slurm_
     assert not (tmp_path / "jobs").exists() and {j["id"] for j in sacct_jobs("rllm-", since)} == before
 
 
-def test_a_sweep_refused_by_slurm_runs_after_the_input_is_fixed(slurm_env, tmp_path):
-    refused = run_sweep(tmp_path, "trainer.lr=1e-3", "hydra.launcher.partition=nope")
-    assert refused.returncode == 2
-    fixed = run_sweep(tmp_path, "trainer.lr=1e-3", "hydra.launcher.partition=debug")
-    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
-    results = [JobResult.read(p.parent) for p in tmp_path.glob("jobs/*/result.json")]
-    assert [r.status for r in results] == ["completed"]
-
-
 def test_a_job_asking_two_gpus_per_node_gets_two_devices_and_its_ray_head_advertises_two(slurm_env, tmp_path):
     probe = tmp_path / "probe.json"
     os.environ["RAY_PROBE_OUT"] = str(probe)  # sbatch passes the environment on to the job
@@ -149,11 +137,14 @@ def test_a_job_asking_two_gpus_per_node_gets_two_devices_and_its_ray_head_advert
 
 def test_scontrol_requeue_after_a_checkpoint_resumes_with_continuous_metrics_and_one_restart(slurm_env, tmp_path):
     since = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
-    args = [*QUICK, "trainer.total_batches=40", "trainer.save_freq=2", "trainer.lr=1e-3"]
+    # 12 steps of >= 1.6 s (32 reward calls sleeping 50 ms each: time, not CPU), so the job still
+    # trains when its first checkpoint (step 2) is seen and it is requeued.
+    slow = ["task.reward=tests.probes.slow_reward:slow_reward", "trainer.total_batches=12", "trainer.save_freq=2"]
+    args = [*QUICK, *slow, "trainer.lr=1e-3"]
     sweeper = subprocess.Popen(
         [sys.executable, str(REPO / "train.py"), "-m", *args, "cluster=local", f"hydra.sweep.dir={tmp_path}"],
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO), "SLOW_REWARD_S": "0.05"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -169,6 +160,6 @@ def test_scontrol_requeue_after_a_checkpoint_resumes_with_continuous_metrics_and
     out, _ = sweeper.communicate(timeout=600)
     assert sweeper.returncode == 0, out[-3000:]
     result = JobResult.read(job_dir)
-    assert result.status == "completed" and result.steps == 40 and result.restarts == 1
+    assert result.status == "completed" and result.steps == 12 and result.restarts == 1
     steps = [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"]
-    assert steps == list(range(1, 41))
+    assert steps == list(range(1, 13))
