@@ -18,6 +18,7 @@ NETNS_CLUSTER_GROUP = "slurm-2-nodes"
 # Module-scoped fixtures too costly to build on every worker -> the xdist group of their tests.
 SHARED_FIXTURE_GROUPS = {
     "backend_and_tokenizer": "jax-backend",  # tests/test_jax_engine_reads.py: a JaxBackend, compiled
+    "jax_trainings": "jax-backend",  # tests/test_jax_engine_reads.py: the trainings on it that several tests compare
     "example": "optuna-example",  # tests/test_optuna.py: the shipped 12-trial study, run once
 }
 

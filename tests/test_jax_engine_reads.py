@@ -1,12 +1,14 @@
 """The native keys the JAX engine reads change what the loop does, and the KL penalty trains.
 
-One real SkyRL JaxBackend on the built-in tiny model (CPU) is shared by the tests; each test
-trains its own LoRA adapters in it, from the same seed, so runs differ only by the setting.
+One real SkyRL JaxBackend on the built-in tiny model (CPU) is shared by the tests; each training
+has its own LoRA adapter in it, from the same seed, so runs differ only by the setting. The
+trainings that several tests compare (the ``jax_trainings`` fixture) run once for all of them.
 """
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -83,27 +85,56 @@ def test_skyrls_top_k_drives_the_sampler_top_k_1_makes_every_group_one_response(
     assert any(len(g) > 1 for g in group_responses(t, -1))  # no limit: a random model varies
 
 
-def test_skyrls_policy_loss_type_selects_the_jax_loss(backend_and_tokenizer, tmp_path):
+@pytest.fixture(scope="module")
+def jax_trainings(backend_and_tokenizer, tmp_path_factory) -> SimpleNamespace:
+    """The trainings several tests assert on, each run once: PPO (SkyRL's "regular", lr 0.01, 3 steps
+    sampling from the live adapter), the same with a sampler checkpoint round trip per step, CISPO
+    (1 step) and PPO with a KL penalty (2 steps). All from one seed: the step-1 loss does not depend
+    on the lr, so PPO's first step is the reference for CISPO's and the KL run's first step."""
+    import dataclasses
+
+    from rllm_sweeps.engines import traits
+
+    tmp = tmp_path_factory.mktemp("runs")
+    ppo = ["skyrl.train.trainer.algorithm.policy_loss_type=regular", "trainer.lr=0.01"]
+    live_engine = traits("jax")
+    round_trip = dataclasses.replace(live_engine, sampler_shares_trained_weights=False)  # a save + reload per step
+    out = SimpleNamespace(live_engine=live_engine, steps={}, before={}, after={}, trainers={})
+    for name, engine in (("live", live_engine), ("roundtrip", round_trip)):
+        t = trainer(backend_and_tokenizer, tmp, name, *ppo, "trainer.total_batches=3", engine=engine)
+        seen: list[dict] = []
+        t.hooks.on_step_end = seen.append
+        examples = t.task.val[:4]
+        t.setup()
+        out.before[name] = sample(t, examples, 4, -1)
+        t.fit()
+        out.steps[name], out.trainers[name] = seen, t
+        out.after[name] = sample(t, examples, 4, -1)  # after 3 updates, at temperature 1
+    cispo = trainer(
+        backend_and_tokenizer, tmp, "cispo", "trainer.lr=0.01", "skyrl.train.trainer.algorithm.policy_loss_type=cispo"
+    )
+    out.trainers["cispo"], out.steps["cispo"] = cispo, [cispo.train_step()]
+    kl = trainer(backend_and_tokenizer, tmp, "kl", *ppo, "algorithm.use_kl_loss=true", "algorithm.kl_beta=1.0")
+    out.trainers["kl"], out.steps["kl"] = kl, [kl.train_step(), kl.train_step()]
+    return out
+
+
+def test_skyrls_policy_loss_type_selects_the_jax_loss(jax_trainings):
     assert set(jax_losses()) == {"importance_sampling", "ppo", "cispo"}
-    ppo = trainer(backend_and_tokenizer, tmp_path, "ppo", "skyrl.train.trainer.algorithm.policy_loss_type=regular")
-    cispo = trainer(backend_and_tokenizer, tmp_path, "cispo", "skyrl.train.trainer.algorithm.policy_loss_type=cispo")
+    ppo, cispo = jax_trainings.trainers["live"], jax_trainings.trainers["cispo"]
     assert (ppo.settings.loss_fn, cispo.settings.loss_fn) == ("ppo", "cispo")
     # CISPO's clip range is SkyRL's (cispo.cispo_eps_clip_low/high), not PPO's.
     assert (cispo.settings.clip_low_threshold, cispo.settings.clip_high_threshold) == (0.0, 5.0)
-    first, second = ppo.train_step(), cispo.train_step()
+    first, second = jax_trainings.steps["live"][0], jax_trainings.steps["cispo"][0]
     # Same seed, same samples and rewards; a different objective.
     assert first["reward_mean"] == second["reward_mean"] and first["tokens_sampled"] == second["tokens_sampled"]
     assert math.isfinite(second["loss"]) and not np.isclose(first["loss"], second["loss"])
 
 
-def test_kl_penalty_to_the_base_model_changes_training_on_the_jax_engine(backend_and_tokenizer, tmp_path):
-    plain = trainer(backend_and_tokenizer, tmp_path, "nokl", "trainer.lr=0.01")
-    kl = trainer(
-        backend_and_tokenizer, tmp_path, "kl", "trainer.lr=0.01", "algorithm.use_kl_loss=true", "algorithm.kl_beta=1.0"
-    )
+def test_kl_penalty_to_the_base_model_changes_training_on_the_jax_engine(jax_trainings):
+    plain, kl = jax_trainings.trainers["live"], jax_trainings.trainers["kl"]
     assert kl.settings.kl_active and not plain.settings.kl_active
-    plain_steps = [plain.train_step(), plain.train_step()]
-    kl_steps = [kl.train_step(), kl.train_step()]
+    plain_steps, kl_steps = jax_trainings.steps["live"][:2], jax_trainings.steps["kl"]
     # Step 1 samples from the base model itself: no divergence yet, the same update.
     assert abs(kl_steps[0]["kl"]) < 1e-3
     assert np.isclose(kl_steps[0]["loss"], plain_steps[0]["loss"], atol=1e-4)
@@ -114,7 +145,19 @@ def test_kl_penalty_to_the_base_model_changes_training_on_the_jax_engine(backend
     assert not np.isclose(kl_steps[1]["loss"], plain_steps[1]["loss"], atol=1e-4)
 
 
-def test_rllms_never_save_and_end_only_validation_and_skyrls_estimator_and_reduction_train(
+def test_sampling_from_the_live_adapter_gives_the_tokens_of_the_sampler_checkpoint_round_trip(jax_trainings):
+    assert jax_trainings.live_engine.sampler_shares_trained_weights
+    for name in ("live", "roundtrip"):
+        assert jax_trainings.before[name] != jax_trainings.after[name]  # the sampler does see the updates
+    metrics = {
+        name: [(m["reward_mean"], m["loss"], m["tokens_sampled"]) for m in jax_trainings.steps[name]]
+        for name in jax_trainings.before
+    }
+    assert len(metrics["live"]) == 3 and metrics["live"] == metrics["roundtrip"]
+    assert jax_trainings.after["live"] == jax_trainings.after["roundtrip"]
+
+
+def test_never_and_end_only_save_and_validation_skyrls_estimator_and_reduction_train_and_resuming_at_end_trains_nothing(
     backend_and_tokenizer, tmp_path
 ):
     from rllm_sweeps.tasks import load_task
@@ -137,44 +180,12 @@ def test_rllms_never_save_and_end_only_validation_and_skyrls_estimator_and_reduc
     assert saved == {"never": [], "at_end": ["step_2"]}  # -1: never; 0: after the last step only
     assert validations == {"never": [2], "at_end": [2]}  # the sweep's metric still comes from the end
 
-
-def test_sampling_from_the_live_adapter_gives_the_tokens_of_the_sampler_checkpoint_round_trip(
-    backend_and_tokenizer, tmp_path
-):
-    import dataclasses
-
-    from rllm_sweeps.engines import traits
-
-    live_engine = traits("jax")
-    assert live_engine.sampler_shares_trained_weights
-    round_trip = dataclasses.replace(live_engine, sampler_shares_trained_weights=False)  # a save + reload per step
-    steps, tokens = {}, {}
-    for name, engine in (("live", live_engine), ("roundtrip", round_trip)):
-        t = trainer(backend_and_tokenizer, tmp_path, name, "trainer.lr=0.01", "trainer.total_batches=3", engine=engine)
-        seen = []
-        t.hooks.on_step_end = seen.append
-        examples = t.task.val[:4]
-        t.setup()
-        before = sample(t, examples, 4, -1)
-        t.fit()
-        steps[name] = [(m["reward_mean"], m["loss"], m["tokens_sampled"]) for m in seen]
-        tokens[name] = sample(t, examples, 4, -1)  # after 3 updates, at temperature 1
-        assert before != tokens[name]  # the sampler does see the updates
-    assert steps["live"] == steps["roundtrip"]
-    assert tokens["live"] == tokens["roundtrip"]
-
-
-def test_a_run_resumed_from_its_last_steps_checkpoint_trains_nothing_and_still_reports_a_validation(
-    backend_and_tokenizer, tmp_path
-):
-    first = trainer(backend_and_tokenizer, tmp_path, "last", "trainer.val_before_train=false")
-    first.fit()
-    ckpt = first.save_checkpoint(tmp_path / "last-ckpt" / f"step_{first.state.step}")
-    again = trainer(backend_and_tokenizer, tmp_path, "last", "trainer.val_before_train=false")  # same adapter
-    again.load_checkpoint(ckpt)
+    # A run resumed from its last step's checkpoint (same adapter) trains nothing and still validates.
+    again = RLTrainer(s, backend, load_task(cfg.task), tokenizer, tmp_path / "again", model_id="at_end")
+    again.load_checkpoint(tmp_path / "at_end" / "checkpoints" / "step_2")
     seen: list[dict] = []
     again.hooks.on_validation_end = seen.append
     again.hooks.on_step_end = lambda m: pytest.fail(f"trained step {m['step']} again")
     again.fit()
-    assert again.state.step == first.state.step == 2
+    assert again.state.step == t.state.step == 2
     assert [m["step"] for m in seen] == [2] and 0.0 <= seen[0]["val_reward_mean"] <= 1.0

@@ -5,7 +5,8 @@ environment runs through the multi-turn path; a workflow written as docs/WORKFLO
 Margins measured first (seed 42, 2 CPUs; docs/BENCHMARKS.md, "Workflows"):
 - multi_turn, 20 steps: val reward 0.004 -> 0.750 with 2 turns, 0.003 -> 0.192 with max_turns=1;
 - solver_judge, the default (30 steps, lr 1e-3): val_solver_acc 0.0 -> 1.0, val_judge_acc 0.0 -> 0.781;
-  with lr 3e-3, 20 steps (the test): 0.0 -> 0.938 and 0.0 -> 0.938.
+  with lr 3e-3, 20 steps (the test): 0.0 -> 0.938 and 0.0 -> 0.938. The test's run is also
+  preempted after its step-10 checkpoint and resumed: the job's preemption and resume on a real run.
 """
 
 from __future__ import annotations
@@ -64,17 +65,40 @@ def test_multi_turn_default_learns_and_one_turn_learns_measurably_less(tmp_path)
     assert JobResult.read(tmp_path / "two").final["val_policy_acc"] == last["val_policy_acc"]
 
 
-def test_solver_judge_default_learns_both_roles_and_reports_them_per_role(tmp_path):
-    # The default with a 3x learning rate: 20 steps instead of the default's 30 (cost).
-    short = ["trainer.lr=3e-3", "trainer.total_batches=20", "trainer.test_freq=20", "trainer.save_freq=-1"]
-    train(tmp_path / "sj", "workflow=solver_judge", *short)
-    assert gain(tmp_path / "sj", "val_solver_acc") >= 0.6, validations(tmp_path / "sj")
-    assert gain(tmp_path / "sj", "val_judge_acc") >= 0.5, validations(tmp_path / "sj")
-    final = JobResult.read(tmp_path / "sj").final
+def preempt_and_resume(job_dir: Path, overrides: list[str]) -> subprocess.CompletedProcess:
+    """Run train.py, SIGTERM it once its first checkpoint is written (a preemption), run it again."""
+    cmd = [sys.executable, "train.py", *overrides, f"hydra.run.dir={job_dir}"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 600
+    while not (job_dir / "checkpoints" / "latest").exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 143 and JobResult.read(job_dir).status == "preempted"
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_solver_judge_default_learns_both_roles_reports_them_per_role_and_resumes_after_a_preemption(tmp_path):
+    # The default with a 3x learning rate: 20 steps instead of the default's 30 (cost). Preempted
+    # after its step-10 checkpoint and resumed from it: seeds are per step and the checkpoint holds
+    # the optimizer state, so the resumed run is the uninterrupted one whose margins were measured.
+    sj = tmp_path / "sj"
+    short = ["trainer.lr=3e-3", "trainer.total_batches=20", "trainer.test_freq=10", "trainer.save_freq=10"]
+    again = preempt_and_resume(sj, ["workflow=solver_judge", *short])
+    assert again.returncode == 0 and "resuming from step_" in again.stdout, again.stdout[-3000:]
+    result = JobResult.read(sj)
+    assert result.status == "completed" and result.steps == 20 and result.restarts == 1
+    train_metrics = [r for r in read_metrics(sj) if r["kind"] == "train"]
+    assert [r["step"] for r in train_metrics] == list(range(1, 21))
+    assert [v["step"] for v in result.validations] == [0, 10, 20] and "val_judge_acc" in result.final
+    assert gain(sj, "val_solver_acc") >= 0.6, validations(sj)
+    assert gain(sj, "val_judge_acc") >= 0.5, validations(sj)
+    final = result.final
     for name in ("val_solver_acc", "val_judge_acc", "val_solver_reward_mean", "val_judge_reward_mean"):
         assert name in final
     assert final["val_turns_mean"] == 3.0  # 2 solvers + 1 judge
-    train_metrics = [r for r in read_metrics(tmp_path / "sj") if r["kind"] == "train"]
     assert {"train_solver_acc", "train_judge_acc", "train_tokens_mean"} <= set(train_metrics[-1])
 
 
@@ -113,26 +137,3 @@ def test_the_workflow_and_environment_written_as_the_docs_show_work(tmp_path, mo
     train(job, "workflow.class=docs_example.flows:TwoDrafts", "+workflow.bonus=0.2", *tiny, pythonpath=str(tmp_path))
     final = JobResult.read(job).final
     assert {"val_drafter_acc", "val_reviser_acc"} <= set(final) and final["val_turns_mean"] == 2.0
-
-
-def test_a_preempted_solver_judge_job_resumes_from_its_checkpoint(tmp_path):
-    job_dir = tmp_path / "job"
-    overrides = ["workflow=solver_judge", "trainer.total_batches=4", "trainer.save_freq=2", "trainer.test_freq=2"]
-    overrides += ["data.train_batch_size=8", "rollout.n=4", "task.dataset.val_size=8", f"hydra.run.dir={job_dir}"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(
-        [sys.executable, "train.py", *overrides], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    deadline = time.monotonic() + 400
-    while not (job_dir / "checkpoints" / "latest").exists():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=120)
-    assert proc.returncode == 143 and JobResult.read(job_dir).status == "preempted"
-    again = subprocess.run([sys.executable, "train.py", *overrides], cwd=REPO, env=env, capture_output=True, text=True)
-    assert again.returncode == 0 and "resuming from step_" in again.stdout, again.stdout[-3000:]
-    result = JobResult.read(job_dir)
-    assert result.status == "completed" and result.steps == 4 and result.restarts == 1
-    assert [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"] == [1, 2, 3, 4]
-    assert [v["step"] for v in result.validations] == [0, 2, 4] and "val_judge_acc" in result.final

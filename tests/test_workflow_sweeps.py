@@ -1,5 +1,5 @@
 """Sweeps over workflow settings on the local launcher: real jobs of the solver-judge workflow
-(tiny model, a few steps), real processes, real Optuna; per-role metrics in the records and the
+(tiny model, one step or a few), real processes, real Optuna; per-role metrics in the records and the
 report, and as the metric Optuna searches and prunes on."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from rllm_sweeps.study import open_storage
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-# Two steps on 8 prompts x 4 episodes, one validation at the end on 8 prompts.
-QUICK = ["trainer.total_batches=2", "trainer.val_before_train=false", "trainer.test_freq=0", "task.dataset.val_size=8"]
+# One step on 8 prompts x 4 episodes (no assertion counts steps), one validation at the end on 8 prompts.
+QUICK = ["trainer.total_batches=1", "trainer.val_before_train=false", "trainer.test_freq=0", "task.dataset.val_size=8"]
 QUICK += ["data.train_batch_size=8", "rollout.n=4", "trainer.save_freq=-1"]
 
 
@@ -60,7 +60,9 @@ def test_optuna_searches_and_prunes_on_the_judges_accuracy(tmp_path):
     # A judge counts as right when it names a solution (workflow.correct_reward=0): after a step or
     # two the trials' judge accuracies differ, and ASHA (rung at every validation, keep the top
     # half) prunes on them. One trial at a time: each trial's rung sees the earlier trials'
-    # values, so what is pruned does not depend on which job validates first.
+    # values, so what is pruned does not depend on which job validates first. 3 steps: rungs at
+    # steps 1 and 2 (seed 0: the second trial is pruned at step 1; a 4th step changed nothing).
+    steps = 3
     proc = sweep(
         tmp_path,
         "trainer.lr=tag(log,interval(1e-4,3e-2))",
@@ -72,7 +74,7 @@ def test_optuna_searches_and_prunes_on_the_judges_accuracy(tmp_path):
         "sweep.optuna.pruner=asha",
         "sweep.optuna.pruner_options={min_resource: 1, reduction_factor: 2}",
         "workflow.correct_reward=0.0",
-        "trainer.total_batches=4",
+        f"trainer.total_batches={steps}",
         "trainer.test_freq=1",
         "trainer.val_before_train=false",
         "trainer.save_freq=-1",
@@ -91,7 +93,7 @@ def test_optuna_searches_and_prunes_on_the_judges_accuracy(tmp_path):
         reported = {v["step"]: v["val_judge_acc"] for v in result.validations}
         assert t.intermediate_values and all(reported[s] == v for s, v in t.intermediate_values.items())
         if t.state == optuna.trial.TrialState.PRUNED:
-            assert result.status == "pruned" and result.steps < 4
+            assert result.status == "pruned" and result.steps < steps
     pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
     assert pruned, [(t.number, t.intermediate_values) for t in trials]
     assert f"best trial #{study.best_trial.number}: val_judge_acc (maximize) = " in proc.stdout
