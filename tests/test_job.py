@@ -51,28 +51,16 @@ def train_steps(job_dir: Path) -> list[int]:
     return [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"]
 
 
-def test_job_writes_result_metrics_config_and_tensorboard_events(tmp_path):
-    proc = run_job(tmp_path / "job", "trainer.logger=[console,tensorboard]")
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    result = JobResult.read(tmp_path / "job")
-    assert result.status == "completed" and result.steps == 4
-    assert 0.0 <= result.final["val_reward_mean"] <= 1.0
-    assert set(result.final) == set(VALIDATION_METRICS)  # what a sweep's metric is checked against
-    assert set(result.phase_time_s) == {"sample", "forward_backward", "optim", "other"}
-    assert result.versions["skyrl"] == "0.4.0" and result.config_hash
-    assert train_steps(tmp_path / "job") == [1, 2, 3, 4]
-    assert "final val_reward_mean" in proc.stdout
-    assert (tmp_path / "job" / "config.yaml").exists()
-    assert list((tmp_path / "job" / "tensorboard").glob("events.out.tfevents.*"))
-    # A single-process JaxBackend starts no Ray: the record says so, with no process to tear down.
-    ray = json.loads((tmp_path / "job" / "ray.json").read_text())
-    assert ray["ray"] is False and ray["address"] is None and ray["pids"] == []
-    assert "RAY_ADDRESS" not in proc.stdout
-
-
-def test_sigterm_after_a_checkpoint_then_rerun_resumes_with_continuous_metrics(tmp_path):
+def test_a_job_writes_result_metrics_config_and_tensorboard_and_a_rerun_after_sigterm_resumes_continuously(tmp_path):
+    # One job proves both: what a job writes (checked on the completed run), and that a SIGTERM
+    # after a checkpoint, then a rerun, resumes it with continuous metrics.
     job_dir = tmp_path / "job"
-    overrides = ["trainer.total_batches=6", "trainer.save_freq=2", "trainer.test_freq=3"]
+    overrides = [
+        "trainer.total_batches=6",
+        "trainer.save_freq=2",
+        "trainer.test_freq=3",
+        "trainer.logger=[console,tensorboard]",
+    ]
     proc = start_job(job_dir, *overrides)
     deadline = time.monotonic() + 300
     while not (job_dir / "checkpoints" / "latest").exists():
@@ -94,6 +82,18 @@ def test_sigterm_after_a_checkpoint_then_rerun_resumes_with_continuous_metrics(t
     # The validation history (and so the best) spans both attempts, not only the resumed one.
     assert [v["step"] for v in result.validations] == [0, 3, 6]
     assert result.best["val_reward_mean"] == max(v["val_reward_mean"] for v in result.validations)
+    # What the completed job wrote.
+    assert 0.0 <= result.final["val_reward_mean"] <= 1.0
+    assert set(result.final) == set(VALIDATION_METRICS)  # what a sweep's metric is checked against
+    assert set(result.phase_time_s) == {"sample", "forward_backward", "optim", "other"}
+    assert result.versions["skyrl"] == "0.4.0" and result.config_hash
+    assert "final val_reward_mean" in again.stdout
+    assert (job_dir / "config.yaml").exists()
+    assert list((job_dir / "tensorboard").glob("events.out.tfevents.*"))
+    # A single-process JaxBackend starts no Ray: the record says so, with no process to tear down.
+    ray = json.loads((job_dir / "ray.json").read_text())
+    assert ray["ray"] is False and ray["address"] is None and ray["pids"] == []
+    assert "RAY_ADDRESS" not in out and "RAY_ADDRESS" not in again.stdout
 
 
 def test_a_sigterm_during_the_last_step_stops_nothing_and_the_job_completes_with_its_final_metrics(tmp_path):
@@ -117,13 +117,17 @@ def test_a_sigterm_during_the_last_step_stops_nothing_and_the_job_completes_with
     assert [v["step"] for v in result.validations] == [0, 3]  # the history result.json keeps (val_before_train)
 
 
-def test_two_concurrent_jobs_get_their_own_ray_clusters_and_leave_no_ray_process(tmp_path):
+def test_two_concurrent_use_ray_jobs_one_of_two_processes_get_their_own_ray_clusters_and_leave_no_ray_process(
+    tmp_path,
+):
+    # Job b also proves that skyrl.jax.use_ray trains through RayJaxBackend with two JAX processes.
     jobs = {}
-    for name, cpus in (("a", 1), ("b", 2)):
+    for name, cpus, processes in (("a", 1, 1), ("b", 2, 2)):
         jobs[name] = start_job(
             tmp_path / name,
             "trainer.total_batches=2",
             "skyrl.jax.use_ray=true",  # RayJaxBackend: the backend that runs on the job's Ray cluster
+            f"skyrl.jax.num_processes={processes}",
             "task.reward=tests.probes.ray_probe:probe_reward",
             f"resources.cpus_per_task={cpus}",
             RAY_PROBE_OUT=str(tmp_path / f"probe-{name}.json"),
@@ -133,7 +137,10 @@ def test_two_concurrent_jobs_get_their_own_ray_clusters_and_leave_no_ray_process
         assert proc.returncode == 0, out[-3000:]
     probes = {n: json.loads((tmp_path / f"probe-{n}.json").read_text()) for n in jobs}
     rays = {n: json.loads((tmp_path / n / "ray.json").read_text()) for n in jobs}
-    for name, cpus in (("a", 1), ("b", 2)):
+    for name, cpus, processes in (("a", 1, 1), ("b", 2, 2)):
+        result = JobResult.read(tmp_path / name)
+        assert result.status == "completed" and result.steps == 2
+        assert result.backend == "RayJaxBackend" and result.processes == processes
         probe = probes[name]
         assert probe["returncode"] == 0, probe["stderr"]
         # While the job trained, RAY_ADDRESS named its own cluster, and a plain ray.init() reached it.
@@ -142,14 +149,6 @@ def test_two_concurrent_jobs_get_their_own_ray_clusters_and_leave_no_ray_process
         # After the job, none of its Ray processes remain.
         assert rays[name]["pids"] and not [p for p in rays[name]["pids"] if pid_alive(p)]
     assert probes["a"]["RAY_ADDRESS"] != probes["b"]["RAY_ADDRESS"]
-
-
-def test_use_ray_trains_through_ray_jax_backend_with_two_processes(tmp_path):
-    proc = run_job(tmp_path / "job", "trainer.total_batches=2", "skyrl.jax.use_ray=true", "skyrl.jax.num_processes=2")
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    result = JobResult.read(tmp_path / "job")
-    assert result.status == "completed" and result.steps == 2
-    assert result.backend == "RayJaxBackend" and result.processes == 2
 
 
 def test_gpu_trainer_engine_on_a_cpu_machine_fails_before_ray_with_a_clear_message(tmp_path):

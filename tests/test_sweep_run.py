@@ -36,8 +36,18 @@ def job_results(sweep_dir: Path) -> dict[str, JobResult]:
     return {p.parent.name: JobResult.read(p.parent) for p in sorted(sweep_dir.glob("jobs/*/result.json"))}
 
 
-def test_grid_sweep_runs_four_jobs_two_at_a_time_and_writes_the_report(tmp_path):
-    proc = run_sweep(tmp_path, "trainer.lr=1e-3,3e-3", "rollout.n=2,4", "hydra.sweeper.parallel=2", timeout=900)
+def test_a_zip_crossed_with_seeds_runs_four_jobs_two_at_a_time_and_reports_two_rows_with_mean_and_std(tmp_path):
+    # One sweep for both: a grid (the zipped pair x 2 seeds) launched two at a time and reported,
+    # and its seeds aggregated into one row per point.
+    proc = run_sweep(
+        tmp_path,
+        "trainer.lr=1e-3,3e-3",
+        "rollout.n=2,4",
+        "sweep.zip=[[trainer.lr,rollout.n]]",
+        "sweep.seeds=[1,2]",
+        "hydra.sweeper.parallel=2",
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = job_results(tmp_path)
     assert len(results) == 4 and all(r.status == "completed" for r in results.values())
@@ -50,21 +60,7 @@ def test_grid_sweep_runs_four_jobs_two_at_a_time_and_writes_the_report(tmp_path)
     for name in ("jobs.csv", "points.csv", "report.md", "learning_curves.png"):
         assert (report / name).stat().st_size > 0
     assert (tmp_path / "plan.json").exists() and (tmp_path / "manifest.json").exists()
-
-
-def test_zip_crossed_with_seeds_gives_four_jobs_and_two_rows_with_mean_and_std(tmp_path):
-    proc = run_sweep(
-        tmp_path,
-        "trainer.lr=1e-3,3e-3",
-        "rollout.n=2,4",
-        "sweep.zip=[[trainer.lr,rollout.n]]",
-        "sweep.seeds=[1,2]",
-        "hydra.sweeper.parallel=2",
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert len(job_results(tmp_path)) == 4
-    points = (tmp_path / "report" / "points.csv").read_text().strip().splitlines()
+    points = (report / "points.csv").read_text().strip().splitlines()
     assert len(points) == 1 + 2, points  # header + 2 points, seeds aggregated
     assert "std" in points[0]
 
