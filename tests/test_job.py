@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 TRAIN = str(REPO / "train.py")
 # Short runs: 4 steps of 8 prompts x 4 samples, validation on 8 prompts.
 QUICK = ["trainer.total_batches=4", "trainer.test_freq=2", "trainer.save_freq=2", "task.dataset.val_size=8"]
+QUICK += ["data.train_batch_size=8", "rollout.n=4"]
 
 pytestmark = pytest.mark.slow
 

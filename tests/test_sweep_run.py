@@ -15,8 +15,9 @@ from rllm_sweeps.results import JobResult
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-# Two steps, one validation at the end on 8 prompts: the shortest job that still trains.
+# Two steps of 8 prompts x 4 samples, one validation at the end on 8 prompts: the shortest job that still trains.
 QUICK = ["trainer.total_batches=2", "trainer.val_before_train=false", "trainer.test_freq=0", "task.dataset.val_size=8"]
+QUICK += ["data.train_batch_size=8", "rollout.n=4"]
 
 
 def sweep_cmd(sweep_dir: Path, *args: str) -> list[str]:
