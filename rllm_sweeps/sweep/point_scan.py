@@ -198,14 +198,14 @@ class PointScanner:
         const = self.constant_cost()
         if const is None:
             return self.scan(self.space.grid(), need, size)
-        if spec.constraints:  # every job costs the same: count the accepted points, cost them once
+        # Every job costs the same: count the points (those the constraints accept), cost them once.
+        if spec.constraints:
             scan = self.scan(self.space.grid(), need, size, cost=False)
-            count = scan.count or 0
-            jobs = count * spec.n_seeds
-            return Scan(scan.points, size, count, const[0] * jobs, const[1] * jobs)
-        kept = list(itertools.islice(self.space.grid(), need))  # nothing to scan: every point is in
-        jobs = size * spec.n_seeds
-        return Scan(kept, size, size, const[0] * jobs, const[1] * jobs)
+            kept, count = scan.points, scan.count or 0
+        else:  # nothing to scan: every point is in
+            kept, count = list(itertools.islice(self.space.grid(), need)), size
+        jobs = count * spec.n_seeds
+        return Scan(kept, size, count, const[0] * jobs, const[1] * jobs)
 
     def optuna_probes(self, need: int | None) -> Scan:
         """Optuna asks its points one at a time as results arrive; up front, a few points drawn
