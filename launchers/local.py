@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -10,23 +9,14 @@ from dataclasses import dataclass
 from typing import IO
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from launchers.warm_start import ForkedProcess, WarmStarter, die_with_parent
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """A job gets SIGTERM (checkpoint, then exit) when its sweeper dies, even by SIGKILL:
-    no orphan keeps writing into a directory that a resumed sweep is about to use."""
-    os.setsid()
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
 class LocalHandle:
-    process: subprocess.Popen
+    process: subprocess.Popen | ForkedProcess
     log: IO[bytes]
     request: LaunchRequest
     ended: bool = False
@@ -50,20 +40,43 @@ class LocalHandle:
 class LocalLauncher(Launcher):
     name = "local"
 
+    def __init__(self) -> None:
+        self.warm = WarmStarter()
+
     def submit(self, request: LaunchRequest) -> LocalHandle:
         request.job_dir.mkdir(parents=True, exist_ok=True)
-        log = JobPaths(request.job_dir).log.open("ab")
-        process = subprocess.Popen(
+        paths = JobPaths(request.job_dir)
+        log = paths.log.open("ab")
+        env = {**os.environ, **request.env}
+        process = self._forked(request.argv, env, paths) or subprocess.Popen(
             request.argv,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, **request.env},
-            preexec_fn=_die_with_parent,
+            env=env,
+            preexec_fn=die_with_parent,
         )
         handle = LocalHandle(process, log, request)
-        attempts.record_start(request.job_dir, handle.attempt_id, 0, handle.generation(), pid=process.pid)
+        attempts.record_start(
+            request.job_dir,
+            handle.attempt_id,
+            0,
+            handle.generation(),
+            pid=process.pid,
+            forked=isinstance(process, ForkedProcess),
+        )
         return handle
+
+    def _forked(self, argv: list[str], env: dict[str, str], paths: JobPaths) -> ForkedProcess | None:
+        """The job forked from the fork server, where it can be (launchers/warm_start.py)."""
+        if not self.warm.can_fork(argv, env):
+            return None
+        try:
+            return self.warm.start(argv, env, paths.log)
+        except (OSError, EOFError) as err:  # the fork server is gone: later jobs start as fresh interpreters
+            self.warm.enabled = False
+            print(f"[sweep] note: jobs start as fresh interpreters from now on (fork server: {err})", flush=True)
+            return None
 
     def poll(self, handle: LocalHandle) -> JobStatus:
         code = handle.process.poll()

@@ -425,12 +425,21 @@ def find_resume_point(cfg: DictConfig, job_dir: Path, chash: str, previous: JobR
     return ckpt
 
 
+LIBRARY_LOGS_ENV = "RLLM_SWEEPS_LIBRARY_LOGS"  # "info": keep SkyRL's own INFO lines in the job's log
+
+
 def quiet_library_logs() -> None:
-    """SkyRL logs every optimizer step and checkpoint at INFO; our progress lines say it shorter."""
+    """SkyRL logs every optimizer step and checkpoint at INFO; our progress lines say it shorter.
+    SkyRL sets its logger's level when `skyrl.utils.log` is first imported, so that comes first:
+    the level set here then holds whether SkyRL was imported already (a job forked from the local
+    launcher's fork server) or is imported later."""
     import logging
 
+    import skyrl.utils.log  # noqa: F401
+
+    level = logging.INFO if os.environ.get(LIBRARY_LOGS_ENV, "").lower() == "info" else logging.WARNING
     for name in ("skyrl", "absl", "jax._src.xla_bridge"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+        logging.getLogger(name).setLevel(level)
 
 
 def package_versions() -> dict[str, str]:

@@ -139,10 +139,16 @@ def total_time_s(job_attempts: list[Attempt], last_end: float | None) -> float:
 
 
 def record_start(
-    job_dir: Path, scheduler_id: str | None, restart_count: int, generation: int, pid: int | None = None
+    job_dir: Path,
+    scheduler_id: str | None,
+    restart_count: int,
+    generation: int,
+    pid: int | None = None,
+    forked: bool = False,
 ) -> None:
     """The wrapper's line before the training process starts (pid: the process, where the wrapper
-    is not it)."""
+    is not it; forked: the process was forked from the local launcher's fork server rather than
+    started as a fresh interpreter)."""
     append_event(
         job_dir,
         "start",
@@ -151,6 +157,7 @@ def record_start(
         restart_count=restart_count,
         host=socket.gethostname(),
         pid=pid or os.getpid(),
+        **({"forked": True} if forked else {}),
     )
 
 
