@@ -18,7 +18,8 @@ machine only such ratios compare):
   by hand        `python train.py ...`, a fresh interpreter (a single job; a SLURM job)
   forked         what the local launcher does for a sweep's jobs (launchers/warm_start.py): the
                  job forked from a fork server that has imported the training stack (the server is
-                 started by the first, uncounted run), timed from the fork request
+                 started by the first, uncounted run), timed from the fork request; as a sweep's
+                 job, it carries the digest of its validated overrides (config/planned.py)
 
 With `--before DIR` (another checkout of this repository, e.g. a git worktree of an earlier
 commit) that tree's `python train.py` runs alternately with them, and the ratio is printed.
@@ -44,6 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from launchers.warm_start import WarmStarter  # noqa: E402
+from rllm_sweeps.config.planned import VALIDATED_ENV, overrides_digest  # noqa: E402
 from rllm_sweeps.job import LIBRARY_LOGS_ENV  # noqa: E402
 
 JOB = ["trainer.total_batches=1", "trainer.val_before_train=false", "trainer.test_freq=0"]
@@ -98,7 +100,8 @@ def run_forked(starter: WarmStarter, job_dir: Path) -> dict[str, float]:
     log.touch()
     seen: dict[str, float] = {}
     start = time.perf_counter()
-    proc = starter.start(argv, job_env(REPO), log)
+    env = {**job_env(REPO), VALIDATED_ENV: overrides_digest(JOB)}  # as the runner hands a planned job
+    proc = starter.start(argv, env, log)
     with log.open() as f:  # the job appends its output to the log: read it as it grows
         while True:
             code = proc.poll()

@@ -2,7 +2,8 @@
 
 A launcher never blocks on a batch: the sweeper keeps `parallel` jobs in flight and hands
 over the next job the moment one finishes. Each job is `python train.py OVERRIDES` in its
-own directory, so a job under a sweep is exactly a job run by hand.
+own directory, so a job under a sweep is exactly a job run by hand (the local launcher forks it
+from a process that has the libraries imported already: launchers/warm_start.py).
 """
 
 from __future__ import annotations

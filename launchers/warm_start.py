@@ -46,8 +46,9 @@ def import_neutral(key: str) -> bool:
 
 
 class WarmStarter:
-    """The fork server of one launcher (one sweeper process): started on the first job, so that
-    its imports run while the sweeper plans; it exits with the sweeper."""
+    """The fork server of one launcher (one sweeper process). It starts with the first job, whose
+    start waits for its imports as a fresh interpreter's would (a dry run starts none), and
+    exits with the sweeper."""
 
     def __init__(self, preload: tuple[str, ...] = PRELOAD) -> None:
         self.enabled = os.environ.get(WARM_START_ENV, "on") != "off"

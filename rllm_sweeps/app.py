@@ -68,6 +68,7 @@ def run_train_py(hydra_app: Callable[[], object]) -> None:
 def preflight(argv: list[str]) -> None:
     """Check the command line before Hydra runs; may print and exit."""
     from rllm_sweeps.config.load import check_override_keys, load_config
+    from rllm_sweeps.config.planned import job_overrides, validated_by_sweeper
     from rllm_sweeps.config.private_api import command_line_parser
 
     args = command_line_parser().parse_args(argv)
@@ -88,10 +89,11 @@ def preflight(argv: list[str]) -> None:
             print(OmegaConf.to_yaml(cfg, resolve=True), end="")
             raise SystemExit(0)
         else:
-            # Every problem before Hydra makes the job's directory.
-            load_config(args.overrides, where="command line", notify=lambda _: None)
             global _validated
-            _validated = tuple(o for o in args.overrides if not o.lstrip("+~").startswith("hydra"))  # Hydra's own
+            if not validated_by_sweeper(args.overrides):
+                # Every problem before Hydra makes the job's directory.
+                load_config(args.overrides, where="command line", notify=lambda _: None)
+            _validated = tuple(job_overrides(args.overrides))
     except ConfigError as err:
         fail(str(err))
 

@@ -416,3 +416,34 @@ def test_plan_json_streamed_from_disk_loads_as_the_plans_dict(tmp_path):
     plan = plan_sweep(["trainer.lr=1e-4,2e-4", "rollout.n=2,4"])
     path = plan.write(tmp_path)
     assert json.loads(path.read_text()) == json.loads(json.dumps(plan.to_dict(), default=str))
+
+
+# ---- a planned job is not validated again by its own pre-flight check ------------------------
+
+
+def test_a_planned_jobs_command_passes_its_preflight_without_composing_again_and_any_other_is_checked(
+    tmp_path, monkeypatch
+):
+    from launchers.local import LocalLauncher
+    from rllm_sweeps import app
+    from rllm_sweeps.config import load
+    from rllm_sweeps.config.planned import VALIDATED_ENV
+    from rllm_sweeps.records.plan import Metric
+    from rllm_sweeps.sweep.runner import JobToRun, StaticSource, SweepRunner, job_dir_for
+
+    plan = plan_sweep(["+sweep=example"])
+    runner = SweepRunner(StaticSource(plan, tmp_path), tmp_path, LocalLauncher(), 1, metric=Metric())
+    job = plan.jobs[3]
+    request = runner.request(JobToRun(job, job_dir_for(tmp_path, job)))
+    composed = []
+    monkeypatch.setattr(load, "load_config", lambda *a, **k: composed.append(a))
+    # what train.py does with the command: canonical spellings, then the pre-flight check
+    argv = app.command_line(request.argv[2:], notify=quiet)
+    monkeypatch.setenv(VALIDATED_ENV, request.env[VALIDATED_ENV])
+    app.preflight(argv)
+    assert composed == []  # the planner validated exactly these overrides
+    app.preflight([*argv, "trainer.lr=0.5"])  # not what was planned: checked as always
+    assert len(composed) == 1
+    monkeypatch.delenv(VALIDATED_ENV)
+    app.preflight(argv)  # the same command typed by hand
+    assert len(composed) == 2

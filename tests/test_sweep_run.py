@@ -131,9 +131,15 @@ def test_ctrl_c_on_the_sweeper_stops_the_jobs_prints_the_table_so_far_and_exits_
         assert sweeper.poll() is None and time.monotonic() < deadline
         time.sleep(0.2)
     time.sleep(1)
+    # How the sweeper's threads take signals when it gets SIGINT (read if it does not stop).
+    tasks = Path(f"/proc/{sweeper.pid}/task")
+    masks = [
+        " ".join(line for line in (t / "status").read_text().splitlines() if line.startswith("Sig"))
+        for t in tasks.iterdir()
+    ]
     sweeper.send_signal(signal.SIGINT)  # what Ctrl-C sends
     out, err = sweeper.communicate(timeout=300)
-    assert sweeper.returncode == 130, out[-2000:] + err[-2000:]
+    assert sweeper.returncode == 130, out[-2000:] + err[-2000:] + "\nsignal masks at SIGINT:\n" + "\n".join(masks)
     assert "Traceback" not in out + err
     assert err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C): rerun the same command to resume")
     assert "status" in out and "jobs:" in out  # the table so far

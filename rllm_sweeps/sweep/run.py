@@ -24,11 +24,12 @@ from omegaconf import DictConfig
 
 from launchers.base import Launcher
 from rllm_sweeps.config.issues import ConfigError
+from rllm_sweeps.config.planned import job_overrides
 from rllm_sweeps.records.layout import MANIFEST_FILE
 from rllm_sweeps.results import write_json_atomic
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import MAX_JOBS, plan_sweep
-from rllm_sweeps.sweep.runner import FINAL_STATES, JobSource, StaticSource, SweepRunner, is_hydra_override
+from rllm_sweeps.sweep.runner import FINAL_STATES, JobSource, StaticSource, SweepRunner
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
@@ -152,7 +153,7 @@ def make_launcher(hydra_cfg: DictConfig) -> Launcher:
 
 def sweep_id(plan: Plan) -> str:
     """What identifies a sweep: its spec and the overrides every job gets."""
-    data = {"spec": plan.spec.to_dict(), "base": [o for o in plan.base_overrides if not is_hydra_override(o)]}
+    data = {"spec": plan.spec.to_dict(), "base": job_overrides(plan.base_overrides)}
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 

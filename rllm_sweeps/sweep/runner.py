@@ -23,6 +23,7 @@ from typing import Any
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
 from rllm_sweeps.config.paths import REPO_ROOT, checkout_file
+from rllm_sweeps.config.planned import VALIDATED_ENV, job_overrides, overrides_digest
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
 from rllm_sweeps.results import (
@@ -157,11 +158,6 @@ def _is_final(result: JobResult | None) -> bool:
     return result is not None and result.status in FINAL_STATES
 
 
-def is_hydra_override(override: str) -> bool:
-    key = override.lstrip("+~")
-    return key.startswith(("hydra.", "hydra/"))
-
-
 @dataclass
 class _Running:
     run: JobToRun
@@ -270,11 +266,12 @@ class SweepRunner:
         """The job's command; it runs as a new generation of the job, so that an earlier attempt
         still running somewhere (a node SLURM lost touch with) can no longer write its records."""
         job = run.job
-        overrides = [o for o in job.overrides if not is_hydra_override(o)]
+        overrides = job_overrides(job.overrides)
         argv = [sys.executable, str(checkout_file(TRAIN)), *overrides, f"hydra.run.dir={run.job_dir}"]
         path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
         generation = attempts.raise_generation(run.job_dir)
         env = {"PYTHONPATH": path, **self.metric_env, attempts.GENERATION_ENV: str(generation), **run.env}
+        env[VALIDATED_ENV] = overrides_digest(overrides)  # the planner validated the job's config
         return LaunchRequest(index=job.index, job_dir=run.job_dir, argv=argv, resources=job.resources, env=env)
 
     def start(self, run: JobToRun, retries: int = 0, reasons: list[str] | None = None) -> None:
