@@ -37,6 +37,7 @@ def job_results(sweep_dir: Path) -> dict[str, JobResult]:
     return {p.parent.name: JobResult.read(p.parent) for p in sorted(sweep_dir.glob("jobs/*/result.json"))}
 
 
+@pytest.mark.long
 def test_a_zip_crossed_with_seeds_runs_four_jobs_two_at_a_time_and_reports_two_rows_with_mean_and_std(tmp_path):
     # One sweep for both: a grid (the zipped pair x 2 seeds) launched two at a time and reported,
     # and its seeds aggregated into one row per point.
@@ -94,6 +95,7 @@ def test_a_failing_job_is_recorded_the_others_complete_and_the_exit_code_is_nonz
     assert (tmp_path / "report" / "jobs.csv").exists()
 
 
+@pytest.mark.long
 def test_resume_after_sigkill_reruns_nothing_that_completed(tmp_path):
     args = sweep_cmd(tmp_path, "trainer.lr=1e-3,2e-3,3e-3,4e-3", "hydra.sweeper.parallel=1")
     sweeper = subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -119,27 +121,32 @@ def test_resume_after_sigkill_reruns_nothing_that_completed(tmp_path):
     assert json.loads((tmp_path / "plan.json").read_text())["totals"]["jobs"] == 4
 
 
+@pytest.mark.long
 def test_ctrl_c_on_the_sweeper_stops_the_jobs_prints_the_table_so_far_and_exits_130(tmp_path):
     import signal
 
     from rllm_sweeps.records.attempts import read_attempts
 
     args = sweep_cmd(tmp_path, "trainer.lr=1e-3,2e-3", "hydra.sweeper.parallel=2")
-    sweeper = subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sweeper = subprocess.Popen(
+        args,
+        cwd=REPO,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # As in a terminal: the suite may run as a background job (`cmd &` in a script), whose
+        # children inherit SIGINT ignored, and Python then installs no KeyboardInterrupt for it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 300
     while len([d for d in tmp_path.glob("jobs/*") if read_attempts(d)]) < 2:  # both jobs' processes started
         assert sweeper.poll() is None and time.monotonic() < deadline
         time.sleep(0.2)
     time.sleep(1)
-    # How the sweeper's threads take signals when it gets SIGINT (read if it does not stop).
-    tasks = Path(f"/proc/{sweeper.pid}/task")
-    masks = [
-        " ".join(line for line in (t / "status").read_text().splitlines() if line.startswith("Sig"))
-        for t in tasks.iterdir()
-    ]
     sweeper.send_signal(signal.SIGINT)  # what Ctrl-C sends
     out, err = sweeper.communicate(timeout=300)
-    assert sweeper.returncode == 130, out[-2000:] + err[-2000:] + "\nsignal masks at SIGINT:\n" + "\n".join(masks)
+    assert sweeper.returncode == 130, out[-2000:] + err[-2000:]
     assert "Traceback" not in out + err
     assert err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C): rerun the same command to resume")
     assert "status" in out and "jobs:" in out  # the table so far
