@@ -3,14 +3,10 @@
 The local SLURM cluster fixtures come from slurm_fixtures.py. Each worker has its own 1-node
 cluster; the 2-node cluster is one shared machine, so its tests run one after another on one
 worker (an xdist group). The tests sharing an expensive module-scoped fixture (a SkyRL backend, a
-12-trial Optuna study) are a group too, so that it is built once, not once per worker.
-
-The order is longest work first, so that the workers finish together rather than one of them
-running a long test alone at the end: SLURM tests (they wait on SLURM's timers more than they
-compute), then the tests marked `long` (minutes each), the other slow ones, and the quick tests
-last, which fill the gaps. (pytest-xdist hands out the groups with the most tests first, then
-single tests in this order, each as a worker runs low.) Tests that assert a wall-clock time are
-marked `timed` and run alone after the parallel part (see the Makefile's `test`).
+12-trial Optuna study) are a group too, so that it is built once, not once per worker. SLURM tests
+go first, since they wait on SLURM's timers more than they compute. Tests that assert a
+wall-clock time are marked `timed` and run alone after the parallel part (see the Makefile's
+`test`).
 """
 
 from __future__ import annotations
@@ -38,22 +34,15 @@ def cluster_group(item: pytest.Item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    first, rest = [], []
     grouping = config.pluginmanager.hasplugin("xdist")
     for item in items:
         group = cluster_group(item)
         shared = next((g for f, g in SHARED_FIXTURE_GROUPS.items() if f in getattr(item, "fixturenames", ())), None)
         if grouping and (group or shared):
             item.add_marker(pytest.mark.xdist_group(group or shared))
-    items.sort(key=expected_length)  # stable: collection order within each kind
-
-
-def expected_length(item: pytest.Item) -> int:
-    """0 for the longest kind of test, 3 for the quickest."""
-    if cluster_group(item) is not None or item.get_closest_marker("slurm"):
-        return 0
-    if item.get_closest_marker("long"):
-        return 1
-    return 2 if item.get_closest_marker("slow") else 3
+        (first if group is not None or item.get_closest_marker("slurm") else rest).append(item)
+    items[:] = first + rest
 
 
 @pytest.hookimpl(trylast=True)  # after xdist has tagged each grouped test's id with its group

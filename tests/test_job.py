@@ -52,7 +52,6 @@ def train_steps(job_dir: Path) -> list[int]:
     return [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"]
 
 
-@pytest.mark.long
 def test_a_job_writes_result_metrics_config_and_tensorboard_and_a_rerun_after_sigterm_resumes_continuously(tmp_path):
     # One job proves both: what a job writes (checked on the completed run), and that a SIGTERM
     # after a checkpoint, then a rerun, resumes it with continuous metrics.
@@ -119,7 +118,6 @@ def test_a_sigterm_during_the_last_step_stops_nothing_and_the_job_completes_with
     assert [v["step"] for v in result.validations] == [0, 3]  # the history result.json keeps (val_before_train)
 
 
-@pytest.mark.long
 def test_two_concurrent_use_ray_jobs_one_of_two_processes_get_their_own_ray_clusters_and_leave_no_ray_process(
     tmp_path,
 ):

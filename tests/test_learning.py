@@ -23,7 +23,6 @@ def val_rewards(job_dir: Path) -> list[float]:
     return [r["val_reward_mean"] for r in read_metrics(job_dir) if r["kind"] == "val"]
 
 
-@pytest.mark.long
 def test_default_job_learns_and_a_100x_smaller_lr_learns_measurably_less(tmp_path):
     start = time.monotonic()
     default = subprocess.run(

@@ -96,7 +96,6 @@ def test_asha_prunes_a_trial_at_a_validation_before_its_last_step(example):
             assert not Path(f"/proc/{pid}").exists()
 
 
-@pytest.mark.long
 def test_a_killed_sweeper_resumes_the_study_to_exactly_its_budget_with_no_duplicate_trials(tmp_path):
     args = sweep_cmd(tmp_path, *SHORT, "sweep.budget=4", "sweep.parallel=2")
     sweeper = subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

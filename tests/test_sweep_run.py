@@ -37,7 +37,6 @@ def job_results(sweep_dir: Path) -> dict[str, JobResult]:
     return {p.parent.name: JobResult.read(p.parent) for p in sorted(sweep_dir.glob("jobs/*/result.json"))}
 
 
-@pytest.mark.long
 def test_a_zip_crossed_with_seeds_runs_four_jobs_two_at_a_time_and_reports_two_rows_with_mean_and_std(tmp_path):
     # One sweep for both: a grid (the zipped pair x 2 seeds) launched two at a time and reported,
     # and its seeds aggregated into one row per point.
@@ -95,7 +94,6 @@ def test_a_failing_job_is_recorded_the_others_complete_and_the_exit_code_is_nonz
     assert (tmp_path / "report" / "jobs.csv").exists()
 
 
-@pytest.mark.long
 def test_resume_after_sigkill_reruns_nothing_that_completed(tmp_path):
     args = sweep_cmd(tmp_path, "trainer.lr=1e-3,2e-3,3e-3,4e-3", "hydra.sweeper.parallel=1")
     sweeper = subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -121,7 +119,6 @@ def test_resume_after_sigkill_reruns_nothing_that_completed(tmp_path):
     assert json.loads((tmp_path / "plan.json").read_text())["totals"]["jobs"] == 4
 
 
-@pytest.mark.long
 def test_ctrl_c_on_the_sweeper_stops_the_jobs_prints_the_table_so_far_and_exits_130(tmp_path):
     import signal
 

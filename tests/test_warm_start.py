@@ -186,7 +186,6 @@ QUICK = ["trainer.total_batches=1", "trainer.val_before_train=false", "trainer.t
 QUICK += ["data.train_batch_size=8", "rollout.n=4", "task.dataset.val_size=8"]
 
 
-@pytest.mark.long
 def test_a_sweep_job_forked_from_the_fork_server_trains_exactly_as_the_same_job_run_by_hand(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop(WARM_START_ENV, None)

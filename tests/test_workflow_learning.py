@@ -51,7 +51,6 @@ def gain(job_dir: Path, metric: str) -> float:
     return vals[-1][metric] - vals[0][metric]
 
 
-@pytest.mark.long
 def test_multi_turn_default_learns_and_one_turn_learns_measurably_less(tmp_path):
     short = ["trainer.total_batches=20", "trainer.test_freq=20", "trainer.save_freq=-1"]
     train(tmp_path / "two", "workflow=multi_turn", *short)
@@ -81,7 +80,6 @@ def preempt_and_resume(job_dir: Path, overrides: list[str]) -> subprocess.Comple
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.long
 def test_solver_judge_default_learns_both_roles_reports_them_per_role_and_resumes_after_a_preemption(tmp_path):
     # The default with a 3x learning rate: 20 steps instead of the default's 30 (cost). Preempted
     # after its step-10 checkpoint and resumed from it: seeds are per step and the checkpoint holds

@@ -33,7 +33,6 @@ def job_results(sweep_dir: Path) -> list[JobResult]:
     return [JobResult.read(p.parent) for p in sorted(sweep_dir.glob("jobs/*/result.json"))]
 
 
-@pytest.mark.long
 def test_a_grid_over_n_solutions_and_lr_runs_four_jobs_with_per_role_metrics_in_records_and_report(tmp_path):
     proc = sweep(
         tmp_path,
@@ -57,7 +56,6 @@ def test_a_grid_over_n_solutions_and_lr_runs_four_jobs_with_per_role_metrics_in_
     assert "val_judge_acc" in (tmp_path / "report" / "report.md").read_text()
 
 
-@pytest.mark.long
 def test_optuna_searches_and_prunes_on_the_judges_accuracy(tmp_path):
     # A judge counts as right when it names a solution (workflow.correct_reward=0): after a step or
     # two the trials' judge accuracies differ, and ASHA (rung at every validation, keep the top
