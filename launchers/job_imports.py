@@ -1,7 +1,7 @@
-"""What a training job imports before its first step, heaviest first: imported once by the
-local launcher's fork server (launchers/warm_start.py) so that the jobs forked from it start
-with them done. Importing it has no other effect; a module of an optional extra that is not
-installed is left out."""
+"""What a training job imports before its first step: imported once by the local launcher's
+fork server (launchers/warm_start.py) so that the jobs forked from it start with them done.
+Importing it has no other effect than quieting absl's import-time warning; a module of an
+optional extra that is not installed is left out."""
 
 import importlib
 import logging
