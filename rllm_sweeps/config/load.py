@@ -89,6 +89,15 @@ def load_config(overrides: Iterable[str] = (), where: str = "", notify: Notify =
     """The validated config for these overrides (what a job runs with), in any of the three
     spellings (config/spelling.py)."""
     overrides = canonical_overrides(overrides, notify)
+    try:
+        # The config is in struct mode throughout: if it composes, every key exists. One
+        # composition instead of two in the usual case; any failure takes the path below, which
+        # finds every problem at once (or raises the same error again).
+        cfg = compose_config(overrides)
+    except Exception:
+        cfg = None
+    if cfg is not None:
+        return finalize(cfg, overrides, where, notify)
     unknown, lines = unknown_overrides(overrides, where)
     if not unknown:
         return finalize(compose_config(overrides), overrides, where, notify)

@@ -153,6 +153,13 @@ def _kl_beta(*, _root_: DictConfig) -> float:
 def register() -> None:
     """Make `skyrl_native/planted` and our resolvers available to Hydra (idempotent)."""
     register_resolvers()
+    _store_planted_tree()
+
+
+@functools.cache
+def _store_planted_tree() -> None:
+    """Once per process: the tree is the same every time (skyrl_train_defaults is cached), Hydra
+    deep-copies what it loads from the store, and building it is a fifth of a composition."""
     ConfigStore.instance().store(group="skyrl_native", name="planted", node=planted_tree())
 
 
