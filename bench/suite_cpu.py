@@ -8,13 +8,22 @@ of the command, so the command's own rusage misses them), and that share per `--
 A busy share near 100% means the command can only get faster by doing less work (fewer
 CPU-seconds), not by running its parts in another order or more of them at once.
 
+With `--per-process`, every sample also reads each process's CPU time from /proc/PID/stat and
+prints where the CPU-seconds went: by kind of process (its command line) and by the pytest test
+in whose environment it was started (PYTEST_CURRENT_TEST, inherited by a test's subprocesses,
+SLURM jobs and Ray daemons alike). A process's CPU after its last sample is not seen, so the
+figures are a lower bound; the coverage line says how much of the machine's busy time they hold.
+
     .venv/bin/python bench/suite_cpu.py -- make test
+    .venv/bin/python bench/suite_cpu.py --every 1 --per-process -- make test
     .venv/bin/python bench/suite_cpu.py --every 1 -- .venv/bin/python -m pytest -q -m "not slow and not slurm"
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import os
 import subprocess
 import sys
 import time
@@ -29,10 +38,60 @@ def cpu_times() -> tuple[int, int]:
     return busy, busy + idle + iowait
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class ProcessCpu:
+    """CPU seconds of every process seen, keyed by (pid, start time) so a reused pid is a new one."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[int, int], list] = {}  # key -> [kind, test, ticks at first sight, ticks now]
+        self.first_scan = True
+
+    def scan(self) -> None:
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+                fields = stat[stat.rfind(")") + 2 :].split()
+                ticks, start = int(fields[11]) + int(fields[12]), int(fields[19])
+            except (OSError, IndexError, ValueError):
+                continue  # gone, or a kernel thread mid-exit
+            record = self.seen.get((int(name), start))
+            if record is None:
+                kind, test = describe(int(name))
+                # CPU spent before the measurement began is not the command's
+                record = self.seen[(int(name), start)] = [kind, test, ticks if self.first_scan else 0, ticks]
+            record[3] = ticks
+        self.first_scan = False
+
+    def by(self, index: int) -> collections.Counter:
+        totals: collections.Counter = collections.Counter()
+        for record in self.seen.values():
+            totals[record[index]] += (record[3] - record[2]) / CLOCK_TICKS
+        return totals
+
+
+def describe(pid: int) -> tuple[str, str]:
+    """(kind, test) of a process: its command line without directories, shortened, and the pytest
+    test in its environment ("-" outside any test)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return "?", "-"
+    test = next((e[20:].decode(errors="replace") for e in environ if e.startswith(b"PYTEST_CURRENT_TEST=")), "-")
+    words = [a.rsplit("/", 1)[-1] if a.startswith("/") else a for a in argv if a]
+    return (" ".join(words)[:70] or "(kernel)"), test.rsplit(" (", 1)[0]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--every", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--bucket", type=float, default=100.0, help="seconds per line of the profile")
+    parser.add_argument("--per-process", action="store_true", help="CPU-seconds by process kind and test")
+    parser.add_argument("--top", type=int, default=25, help="lines of each per-process table")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -43,7 +102,10 @@ def main() -> int:
     proc = subprocess.Popen(command)
     samples: list[tuple[float, float]] = []  # (seconds since start, busy share of that interval)
     busy0, total0 = first_busy, first_total = cpu_times()
+    processes = ProcessCpu() if args.per_process else None
     while proc.poll() is None:
+        if processes is not None:
+            processes.scan()
         try:
             proc.wait(timeout=args.every)
         except subprocess.TimeoutExpired:
@@ -63,6 +125,17 @@ def main() -> int:
         buckets.setdefault(int(at // args.bucket), []).append(s)
     for b, shares in sorted(buckets.items()):
         print(f"  {b * args.bucket:6.0f}-{(b + 1) * args.bucket:6.0f} s  busy {sum(shares) / len(shares):6.1%}")
+    if processes is not None:
+        per_kind, per_test = processes.by(0), processes.by(1)
+        seen = sum(per_kind.values())
+        machine = (busy - first_busy) / CLOCK_TICKS
+        share = seen / max(machine, 1e-9)
+        print(f"\nper process: {seen:.0f} CPU-s seen in {len(processes.seen)} processes,", end=" ")
+        print(f"{share:.0%} of the machine's {machine:.0f} busy CPU-s")
+        for title, totals in (("by kind of process", per_kind), ("by the test that started it", per_test)):
+            print(f"  {title}:")
+            for label, seconds in totals.most_common(args.top):
+                print(f"    {seconds:7.0f} s  {label}")
     return proc.returncode
 
 
