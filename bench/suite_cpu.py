@@ -74,16 +74,30 @@ class ProcessCpu:
 
 
 def describe(pid: int) -> tuple[str, str]:
-    """(kind, test) of a process: its command line without directories, shortened, and the pytest
-    test in its environment ("-" outside any test)."""
+    """(kind, test) of a process: its program, with the script, module or code a Python runs (not
+    their arguments, so that every `python train.py ...` is one kind), and the pytest test in its
+    environment ("-" outside any test)."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return "?", "-"
     test = next((e[20:].decode(errors="replace") for e in environ if e.startswith(b"PYTEST_CURRENT_TEST=")), "-")
+    return program(argv), test.rsplit(" (", 1)[0]
+
+
+def program(argv: list[str]) -> str:
     words = [a.rsplit("/", 1)[-1] if a.startswith("/") else a for a in argv if a]
-    return (" ".join(words)[:70] or "(kernel)"), test.rsplit(" (", 1)[0]
+    if not words:
+        return "(kernel thread)"
+    if not words[0].startswith("python"):
+        return words[0][:60]  # a program, or a process that set its own title (Ray's "ray::IDLE")
+    for i, word in enumerate(words[1:], 1):
+        if word in ("-m", "-c") and i + 1 < len(words):
+            return f"python {word} {words[i + 1][:40]}"
+        if not word.startswith("-"):
+            return f"python {word.rsplit('/', 1)[-1]}"
+    return "python"
 
 
 def main() -> int:
