@@ -9,7 +9,7 @@ A busy share near 100% means the command can only get faster by doing less work 
 CPU-seconds), not by running its parts in another order or more of them at once.
 
 With `--per-process`, every sample also reads each process's CPU time from /proc/PID/stat and
-prints where the CPU-seconds went: by kind of process (its command line) and by the pytest test
+prints where the CPU-seconds went: by kind of process (its program and script) and by the pytest test
 in whose environment it was started (PYTEST_CURRENT_TEST, inherited by a test's subprocesses,
 SLURM jobs and Ray daemons alike). A process's CPU after its last sample is not seen, so the
 figures are a lower bound; the coverage line says how much of the machine's busy time they hold.
