@@ -27,6 +27,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -41,11 +43,23 @@ def cpu_times() -> tuple[int, int]:
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
+@dataclass
+class SeenProcess:
+    kind: str
+    test: str
+    ticks_before: int  # CPU spent before the measurement began is not the command's
+    ticks: int
+
+    @property
+    def seconds(self) -> float:
+        return (self.ticks - self.ticks_before) / CLOCK_TICKS
+
+
 class ProcessCpu:
     """CPU seconds of every process seen, keyed by (pid, start time) so a reused pid is a new one."""
 
     def __init__(self) -> None:
-        self.seen: dict[tuple[int, int], list] = {}  # key -> [kind, test, ticks at first sight, ticks now]
+        self.seen: dict[tuple[int, int], SeenProcess] = {}
         self.first_scan = True
 
     def scan(self) -> None:
@@ -58,18 +72,17 @@ class ProcessCpu:
                 ticks, start = int(fields[11]) + int(fields[12]), int(fields[19])
             except (OSError, IndexError, ValueError):
                 continue  # gone, or a kernel thread mid-exit
-            record = self.seen.get((int(name), start))
-            if record is None:
+            seen = self.seen.get((int(name), start))
+            if seen is None:
                 kind, test = describe(int(name))
-                # CPU spent before the measurement began is not the command's
-                record = self.seen[(int(name), start)] = [kind, test, ticks if self.first_scan else 0, ticks]
-            record[3] = ticks
+                seen = self.seen[(int(name), start)] = SeenProcess(kind, test, ticks if self.first_scan else 0, ticks)
+            seen.ticks = ticks
         self.first_scan = False
 
-    def by(self, index: int) -> collections.Counter:
+    def totals(self, label: Callable[[SeenProcess], str]) -> collections.Counter:
         totals: collections.Counter = collections.Counter()
-        for record in self.seen.values():
-            totals[record[index]] += (record[3] - record[2]) / CLOCK_TICKS
+        for seen in self.seen.values():
+            totals[label(seen)] += seen.seconds
         return totals
 
 
@@ -140,7 +153,8 @@ def main() -> int:
     for b, shares in sorted(buckets.items()):
         print(f"  {b * args.bucket:6.0f}-{(b + 1) * args.bucket:6.0f} s  busy {sum(shares) / len(shares):6.1%}")
     if processes is not None:
-        per_kind, per_test = processes.by(0), processes.by(1)
+        per_kind = processes.totals(lambda p: p.kind)
+        per_test = processes.totals(lambda p: p.test)
         seen = sum(per_kind.values())
         machine = (busy - first_busy) / CLOCK_TICKS
         share = seen / max(machine, 1e-9)
