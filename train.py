@@ -1,5 +1,10 @@
 """Train one job, or a sweep with -m. `python train.py --help` lists the keys."""
 
+if __name__ == "__main__":
+    from launchers.warm_server import run_on_warm_server
+
+    run_on_warm_server(__file__)  # exits here if this machine's warm server ran the job (docs/JOBS.md)
+
 import hydra
 from omegaconf import DictConfig
 

@@ -20,6 +20,9 @@ machine only such ratios compare):
                  job forked from a fork server that has imported the training stack (the server is
                  started by the first, uncounted run), timed from the fork request; as a sweep's
                  job, it carries the digest of its validated overrides (config/planned.py)
+  warm server    `python train.py ...` as by hand, with this machine's warm server running
+                 (`rllm-sweeps warm start`, launchers/warm_server.py; started by the bench before
+                 the first, uncounted run and stopped after the last): timed from process start
 
 With `--before DIR` (another checkout of this repository, e.g. a git worktree of an earlier
 commit) that tree's `python train.py` runs alternately with them, and the ratio is printed.
@@ -44,6 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from launchers.warm_server import WARM_SERVER_ENV  # noqa: E402
 from launchers.warm_start import WarmStarter  # noqa: E402
 from rllm_sweeps.config.planned import VALIDATED_ENV, overrides_digest  # noqa: E402
 from rllm_sweeps.job import LIBRARY_LOGS_ENV  # noqa: E402
@@ -68,18 +72,19 @@ def mark(seen: dict[str, float], line: str, now: float) -> None:
             seen[name] = now
 
 
-def run_by_hand(tree: Path, job_dir: Path) -> dict[str, float]:
+def run_by_hand(tree: Path, job_dir: Path, warm_server: bool = False) -> dict[str, float]:
     """Seconds from process start to each mark (the first line matching it)."""
     cmd = [sys.executable, "-u", str(tree / "train.py"), *JOB, f"hydra.run.dir={job_dir}"]
+    env = job_env(tree) if warm_server else {**job_env(tree), WARM_SERVER_ENV: "off"}
     seen: dict[str, float] = {}
+    refused: list[str] = []
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, cwd=tree, env=job_env(tree), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def read() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
+            refused.extend([line] if "warm server was not used" in line else [])
             mark(seen, line, time.perf_counter() - start)
 
     reader = threading.Thread(target=read)
@@ -87,6 +92,8 @@ def run_by_hand(tree: Path, job_dir: Path) -> dict[str, float]:
     code = proc.wait()
     reader.join()
     seen["exit"] = time.perf_counter() - start
+    if refused:
+        raise SystemExit(refused[0])
     if code != 0 or "first step" not in seen:
         raise SystemExit(f"{' '.join(cmd)} exited {code} without an optimizer step")
     return seen
@@ -125,10 +132,13 @@ def main() -> None:
     ways: dict[str, Callable[[Path], dict[str, float]]] = {
         "by hand": lambda job_dir: run_by_hand(REPO, job_dir),
         "forked": lambda job_dir: run_forked(starter, job_dir),
+        "warm server": lambda job_dir: run_by_hand(REPO, job_dir, warm_server=True),
     }
     if args.before:
         ways["before"] = lambda job_dir: run_by_hand(args.before.resolve(), job_dir)
     results: dict[str, list[dict[str, float]]] = {name: [] for name in ways}
+    warm = [sys.executable, "-m", "rllm_sweeps.cli", "warm"]
+    subprocess.run([*warm, "start"], env=job_env(REPO), check=True)  # in the jobs' environment
     with tempfile.TemporaryDirectory(prefix="rllm-startup-") as tmp:
         for name, way in ways.items():  # fills the caches (compilation, model) and starts the fork server
             way(Path(tmp) / f"warm-{name.replace(' ', '_')}")
@@ -136,7 +146,8 @@ def main() -> None:
             for name, way in ways.items():
                 results[name].append(way(Path(tmp) / f"{name.replace(' ', '_')}-{i}"))
                 r = results[name][-1]
-                print(f"  {name:10s} run {i + 1}: " + ", ".join(f"{k} {v:.1f}s" for k, v in r.items()), flush=True)
+                print(f"  {name:11s} run {i + 1}: " + ", ".join(f"{k} {v:.1f}s" for k, v in r.items()), flush=True)
+    subprocess.run([*warm, "stop"], env=job_env(REPO), check=True)
     print(f"median of {args.runs} runs, seconds from process start or fork (load average {os.getloadavg()[0]:.1f}):")
     print(f"{'':12s}" + "".join(f"{m:>15s}" for m in [*MARKS, "exit"]))
     for name, runs in results.items():
@@ -144,6 +155,7 @@ def main() -> None:
         print(f"{name:12s}" + "".join(f"{c:>14.1f}s" for c in cells))
     first = {name: statistics.median(r["first step"] for r in runs) for name, runs in results.items()}
     print(f"first optimizer step: forked / by hand = {first['forked'] / first['by hand']:.2f}")
+    print(f"first optimizer step: warm server / by hand = {first['warm server'] / first['by hand']:.2f}")
     if args.before:
         print(f"first optimizer step: by hand / before = {first['by hand'] / first['before']:.2f}")
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from launchers.warm_server import WARM_SERVER_ENV
 from launchers.warm_start import ForkedProcess, WarmStarter, die_with_parent
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths
@@ -53,7 +54,7 @@ class LocalLauncher(Launcher):
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=env,
+            env={**env, WARM_SERVER_ENV: "off"},  # the job's pid is its process's, not a warm server's child
             preexec_fn=die_with_parent,
         )
         handle = LocalHandle(process, log, request)

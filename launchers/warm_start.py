@@ -29,6 +29,12 @@ from pathlib import Path
 WARM_START_ENV = "RLLM_SWEEPS_WARM_START"  # "off": every local job is a fresh interpreter
 PRELOAD = ("launchers.job_imports",)  # the training stack, imported once in the server
 _PR_SET_PDEATHSIG = 1
+_forked_job = False  # set in a job forked from a process that had imported the training stack
+
+
+def is_forked_job() -> bool:
+    """This process is a job forked by the fork server or the warm server (launchers/warm_server.py)."""
+    return _forked_job
 
 
 def die_with_parent() -> None:
@@ -40,9 +46,12 @@ def die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+SHELL_BOOKKEEPING = ("_", "PWD", "OLDPWD", "SHLVL")  # set by the shell per command, read by no library
+
+
 def import_neutral(key: str) -> bool:
     """Environment variables that no pre-imported module reads at import time."""
-    return key == "PYTHONPATH" or key.startswith("RLLM_")
+    return key == "PYTHONPATH" or key.startswith("RLLM_") or key in SHELL_BOOKKEEPING
 
 
 class WarmStarter:
@@ -127,15 +136,25 @@ def run_script(argv: list[str], env: dict[str, str], log: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+    run_as_main(argv, env, unbuffered=bool(env.get("PYTHONUNBUFFERED")))
+
+
+def run_as_main(argv: list[str], env: dict[str, str], unbuffered: bool, base_path: list[str] | None = None) -> None:
+    """Become `argv` (`python SCRIPT.py ARGS`) with `env`, on file descriptors 0-2 as set up by
+    the caller, and run SCRIPT as `__main__`, as the interpreter would: raises SystemExit with
+    the script's exit code. `base_path`: sys.path after the script's own entries (default: this
+    process's)."""
+    global _forked_job
+    _forked_job = True
     os.environ.clear()
     os.environ.update(env)
-    unbuffered = bool(env.get("PYTHONUNBUFFERED"))
     sys.stdout = open(1, "w", buffering=1 if unbuffered else -1, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115
     script = str(Path(argv[1]).resolve())
     # sys.path as the interpreter would build it: the script's directory, then PYTHONPATH.
     front = [os.path.dirname(script), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
-    sys.path[:] = front + [p for p in sys.path if p not in front]
+    rest = sys.path if base_path is None else base_path
+    sys.path[:] = front + [p for p in rest if p not in front]
     sys.argv = [script, *argv[2:]]
     try:
         runpy.run_path(script, run_name="__main__")

@@ -1,4 +1,4 @@
-"""The `rllm-sweeps` command: keys, validate, plan, report, status."""
+"""The `rllm-sweeps` command: keys, validate, plan, report, status, warm."""
 
 from __future__ import annotations
 
@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     from rllm_sweeps.status import add_status_parser
 
     add_status_parser(sub)
+    from launchers.warm_server import add_warm_parser
+
+    add_warm_parser(sub)
     plan = sub.add_parser("plan", help=cmd_plan.__doc__)
     plan.add_argument("overrides", nargs="*", help="train.py -m overrides, e.g. +sweep=lr_grid trainer.lr=1e-3,3e-3")
     plan.add_argument("--rows", type=int, default=20, help="job rows to print")

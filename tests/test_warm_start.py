@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from launchers.warm_server import ServerPaths
 from launchers.warm_start import WARM_START_ENV, WarmStarter
+from rllm_sweeps.cachedir import cache_dir
 from rllm_sweeps.records.attempts import read_events
 from rllm_sweeps.results import read_metrics
 from rllm_sweeps.runtime.processes import pid_alive
@@ -186,7 +188,9 @@ QUICK = ["trainer.total_batches=1", "trainer.val_before_train=false", "trainer.t
 QUICK += ["data.train_batch_size=8", "rollout.n=4", "task.dataset.val_size=8"]
 
 
-def test_a_sweep_job_forked_from_the_fork_server_trains_exactly_as_the_same_job_run_by_hand(tmp_path):
+def test_a_job_forked_from_the_fork_server_or_the_warm_server_trains_exactly_as_the_same_job_run_by_hand(
+    tmp_path, monkeypatch
+):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop(WARM_START_ENV, None)
     by_hand = tmp_path / "by_hand"
@@ -212,3 +216,29 @@ def test_a_sweep_job_forked_from_the_fork_server_trains_exactly_as_the_same_job_
     assert len(numbers(by_hand)) >= 2  # a training step and the final validation
     log = (job_dir / "job.log").read_text()
     assert "done: 1 steps" in log and "Traceback" not in log
+
+    # The same command by hand, with this machine's warm server (launchers/warm_server.py) running.
+    # A cache directory of the test's own keys the server (no other test's job finds it), its
+    # entries the machine's (the built model, compiled programs).
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for entry in cache_dir().iterdir():
+        (cache / entry.name).symlink_to(entry)
+    warm_env = {**env, "RLLM_SWEEPS_CACHE": str(cache)}
+    warm = [sys.executable, "-m", "rllm_sweeps.cli", "warm"]
+    started = subprocess.run([*warm, "start"], env=warm_env, capture_output=True, text=True, timeout=600)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        served = subprocess.run(
+            [sys.executable, str(REPO / "train.py"), *QUICK, f"hydra.run.dir={tmp_path / 'warm'}"],
+            cwd=REPO, env=warm_env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    finally:
+        stopped = subprocess.run([*warm, "stop"], env=warm_env, capture_output=True, text=True, timeout=60)
+    assert served.returncode == 0 and "warm server" not in served.stderr, served.stderr[-3000:]
+    assert "done: 1 steps" in served.stdout
+    assert numbers(tmp_path / "warm") == numbers(by_hand)
+    assert "stopped the warm server" in stopped.stdout
+    monkeypatch.setenv("RLLM_SWEEPS_CACHE", str(cache))
+    server_log = ServerPaths.for_this_python().log.read_text()
+    assert f"hydra.run.dir={tmp_path / 'warm'}" in server_log and "exit 0" in server_log  # it ran the job
