@@ -54,12 +54,13 @@ def server_key(cache: Path) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
-def runtime_dir() -> Path:
+def runtime_dir(create: bool = True) -> Path:
     """A directory of this user's only (a Unix socket's path must stay short, so not the cache)."""
     base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
     path = Path(base) / f"rllm-sweeps-{os.getuid()}"
-    path.mkdir(mode=0o700, exist_ok=True)
-    st = path.stat()
+    if create:
+        path.mkdir(mode=0o700, exist_ok=True)
+    st = path.stat()  # FileNotFoundError when not created: no server
     if st.st_uid != os.getuid() or st.st_mode & 0o077:
         raise PermissionError(f"{path} is not this user's alone (owner {st.st_uid}, mode {oct(st.st_mode)})")
     return path
@@ -72,11 +73,11 @@ class ServerPaths:
     log: Path  # the server's own output, in the cache directory
 
     @classmethod
-    def for_this_python(cls) -> ServerPaths:
+    def for_this_python(cls, create: bool = True) -> ServerPaths:
         from rllm_sweeps.cachedir import cache_dir
 
         key = server_key(cache_dir())
-        base = runtime_dir() / key
+        base = runtime_dir(create) / key
         return cls(base.with_suffix(".sock"), base.with_suffix(".json"), cache_dir() / "warm-server" / f"{key}.log")
 
 
@@ -108,10 +109,11 @@ def run_on_warm_server(script: str) -> None:
     if any(arg in ("-m", "--multirun") for arg in sys.argv[1:]):
         return
     try:
-        paths = ServerPaths.for_this_python()
+        paths = ServerPaths.for_this_python(create=False)
         if not paths.socket.exists():
             return
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        conn.settimeout(60)  # the server answers each request in turn, within milliseconds
         conn.connect(str(paths.socket))
         request = {
             "argv": [sys.executable, os.path.abspath(script), *sys.argv[1:]],
@@ -123,11 +125,14 @@ def run_on_warm_server(script: str) -> None:
         socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
         reply = json.loads(conn.recv(MAX_MESSAGE) or b'{"why": "it closed the connection"}')
     except (OSError, ValueError):
-        return  # no server listening (a socket left by one that died), or no stdin/stdout to pass
+        # No server (or a socket left by one that died), a directory not this user's alone, or no
+        # stdin/stdout to pass: the command runs itself.
+        return
     if "pid" not in reply:
         print(f"rllm-sweeps: the warm server was not used: {reply['why']}", file=sys.stderr)
         return
     pid = reply["pid"]
+    conn.settimeout(None)  # the job's whole run
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: _signal_job(pid, signum))
     message = conn.recv(MAX_MESSAGE)

@@ -174,3 +174,27 @@ def test_a_module_changed_after_the_server_imported_it_stops_the_server_and_the_
     assert restarted.returncode == 0, restarted.stderr
     code, seen, _ = finish(job(tmp_path, env, "0"))
     assert code == 0 and seen["forked"] is True
+
+
+def test_a_command_whose_warm_server_dies_stops_its_job_and_a_new_server_starts_over_the_dead_ones_files(
+    server, tmp_path
+):
+    env, paths, info = server
+    mark = Path(env["TERM_MARK"])
+    proc = job(tmp_path, env, "0", "sleep")
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.close()
+    seen = json.loads(proc.stdout.readline())
+    assert seen["forked"] is True
+    os.kill(info.pid, signal.SIGKILL)
+    assert proc.wait(timeout=60) == 1
+    assert f"the warm server died; job pid {seen['pid']} was sent SIGTERM" in proc.stderr.read()
+    deadline = time.monotonic() + 30
+    while pid_alive(seen["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pid_alive(seen["pid"]) and mark.read_text() == "SIGTERM"
+    assert warm(env, "status").returncode == 3  # its files are left, its pid is gone: not running
+    restarted = warm(env, "start", "--preload", "json", "--preload", "stale_probe")
+    assert restarted.returncode == 0, restarted.stderr
+    code, seen, _ = finish(job(tmp_path, env, "0"))
+    assert code == 0 and seen["forked"] is True
