@@ -10,8 +10,10 @@ still exactly a job run by hand, only its imports are already done.
 
 A job is started cold (`subprocess`) instead when its command is not `python SCRIPT.py ...`,
 when its environment differs from the fork server's in a variable a pre-imported module may
-have read at import (anything but `PYTHONPATH` and this project's `RLLM_*` variables, which
-are read when used), or when `RLLM_SWEEPS_WARM_START=off`.
+have read at import (anything but `PYTHONPATH`, this project's `RLLM_*` variables, which are
+read when used, and the shell's own `_`, `PWD`, `OLDPWD`, `SHLVL`), or when
+`RLLM_SWEEPS_WARM_START=off`. A job run by hand is forked the same way by this machine's warm
+server (launchers/warm_server.py), with the same rule.
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from rllm_sweeps.status import add_status_parser
 
     add_status_parser(sub)
-    from launchers.warm_server import add_warm_parser
+    from launchers.warm_command import add_warm_parser
 
     add_warm_parser(sub)
     plan = sub.add_parser("plan", help=cmd_plan.__doc__)
