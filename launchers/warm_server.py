@@ -236,7 +236,7 @@ class WarmServer:
             return
         pid = os.fork()
         if pid == 0:
-            self.become_job(request, fds)  # never returns
+            self.become_job(conn, request, fds)  # never returns
         for fd in fds:
             os.close(fd)
         log(f"job pid {pid}: {' '.join(request['argv'][1:])} (in {request['cwd']})")
@@ -271,18 +271,20 @@ class WarmServer:
             )
         return ""
 
-    def become_job(self, request: dict, fds: list[int]) -> None:
+    def become_job(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         """In the forked child: the command's file descriptors, working directory, environment
         and arguments; then train.py as `__main__`. Exits with its exit code."""
         code = 1
         try:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, signal.SIG_DFL)
+            # No socket of the server stays open in the job: a command sees the server's end close
+            # when the server dies, whatever its jobs do.
             self.selector.close()
             if self.listener is not None:
                 self.listener.close()
-            for conn in self.jobs.values():
-                conn.close()
+            for other in [conn, *self.jobs.values()]:
+                other.close()
             die_with_parent()  # its own session; SIGTERM if the server dies
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
