@@ -221,12 +221,13 @@ class WarmServer:
         conn, _ = self.listener.accept()
         self.last_active = time.monotonic()
         conn.settimeout(10)
+        fds: list[int] = []
         try:
             message, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 3)
             request = json.loads(message)
             why = self.refusal(conn, request, fds)
         except (OSError, ValueError) as err:
-            why, fds = f"a bad request ({err})", locals().get("fds", [])
+            why = f"a bad request ({err})"
         if why:
             log(f"refused: {why}")
             _send(conn, {"why": why})
