@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
@@ -53,17 +52,15 @@ def start(idle_min: float, preload: list[str] | None) -> int:
 
 
 def stop() -> int:
-    from rllm_sweeps.runtime.processes import pid_alive
+    from rllm_sweeps.runtime.processes import signal_all, wait_gone
 
     info = running_server(ServerPaths.for_this_python())
     if info is None:
         print("no warm server is running for this Python and cache directory")
         return 0
-    os.kill(info.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while pid_alive(info.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if pid_alive(info.pid):
+    server = {info.pid: info.starttime}
+    signal_all(server, signal.SIGTERM)
+    if wait_gone(server, timeout=10):
         print(f"the warm server (pid {info.pid}) takes no new jobs and exits when its running jobs end")
     else:
         print(f"stopped the warm server (pid {info.pid})")

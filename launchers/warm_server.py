@@ -83,6 +83,7 @@ class ServerPaths:
 @dataclass(frozen=True)
 class ServerInfo:
     pid: int
+    starttime: int  # the pid's start time (/proc): a recycled pid is not the server
     python: str
     started: float  # time.time()
     imports_s: float
@@ -369,6 +370,8 @@ def serve_main(argv: list[str] | None = None) -> None:
     import importlib
     import threading
 
+    from rllm_sweeps.runtime.processes import start_time
+
     parser = argparse.ArgumentParser(prog="python -m launchers.warm_server")
     parser.add_argument("--idle-min", type=float, default=60)
     parser.add_argument("--preload", action="append", help="modules to import (default: the training stack)")
@@ -383,7 +386,9 @@ def serve_main(argv: list[str] | None = None) -> None:
     if threading.active_count() != 1:  # none of the training stack's imports starts one today
         log(f"warning: {threading.active_count()} Python threads after the imports; forking may hang a job")
     paths = ServerPaths.for_this_python()
-    info = ServerInfo(os.getpid(), sys.executable, time.time(), imports_s, args.idle_min, preload)
+    pid, starttime = os.getpid(), start_time(os.getpid())
+    assert starttime is not None  # this process's own /proc entry
+    info = ServerInfo(pid, starttime, sys.executable, time.time(), imports_s, args.idle_min, preload)
     log(f"imported {', '.join(preload)} in {imports_s} s; pid {info.pid}; socket {paths.socket}")
     try:
         WarmServer(paths, args.idle_min * 60, base_path, env).serve(
@@ -401,7 +406,7 @@ def running_server(paths: ServerPaths) -> ServerInfo | None:
     from rllm_sweeps.runtime.processes import pid_alive
 
     info = ServerInfo.read(paths.info)
-    return info if info is not None and pid_alive(info.pid) and paths.socket.exists() else None
+    return info if info is not None and pid_alive(info.pid, info.starttime) and paths.socket.exists() else None
 
 
 if __name__ == "__main__":

@@ -198,3 +198,19 @@ def test_a_command_whose_warm_server_dies_stops_its_job_and_a_new_server_starts_
     assert restarted.returncode == 0, restarted.stderr
     code, seen, _ = finish(job(tmp_path, env, "0"))
     assert code == 0 and seen["forked"] is True
+
+
+def test_a_warm_server_without_jobs_exits_after_its_idle_time_leaving_no_files(tmp_path, monkeypatch):
+    env = {**os.environ, "RLLM_SWEEPS_CACHE": str(tmp_path / "cache")}
+    started = warm(env, "start", "--idle-min", "0.02", "--preload", "json")  # 1.2 s
+    assert started.returncode == 0, started.stdout + started.stderr
+    monkeypatch.setenv("RLLM_SWEEPS_CACHE", env["RLLM_SWEEPS_CACHE"])
+    paths = ServerPaths.for_this_python()
+    info = ServerInfo.read(paths.info)
+    assert info is not None
+    deadline = time.monotonic() + 30
+    while pid_alive(info.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pid_alive(info.pid) and not paths.socket.exists() and not paths.info.exists()
+    assert "idle for 0.02 min: no new jobs" in paths.log.read_text()
+    assert warm(env, "status").returncode == 3
