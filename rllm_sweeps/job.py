@@ -204,7 +204,7 @@ def _train(
         n_nodes = ray_cluster.node_count
         if ray_cluster.address is not None:
             print(f"ray cluster up at RAY_ADDRESS={ray_cluster.address} ({n_nodes} nodes)", flush=True)
-        backend, tokenizer = build_backend(cfg, settings, workflow.settings.parallel_calls())
+        backend, tokenizer = build_backend(cfg, settings, job_dir, workflow.settings.parallel_calls())
         if getattr(backend, "pg", None) is not None:  # RayJaxBackend: one JAX process per bundle
             ray_cluster.note(process_nodes=ray_cluster.placement_nodes(backend.pg))
         first_step = 0
@@ -302,10 +302,11 @@ def ray_node_resources(cfg: DictConfig) -> tuple[int, int]:
     return int(cfg.resources.cpus_per_task), int(cfg.resources.gpus_per_node)
 
 
-def build_backend(cfg: DictConfig, settings: Any, parallel_calls: int = 1) -> tuple[Any, Any]:
+def build_backend(cfg: DictConfig, settings: Any, job_dir: Path, parallel_calls: int = 1) -> tuple[Any, Any]:
     """SkyRL backend for `skyrl.engine` + the model's tokenizer: JaxBackend (RayJaxBackend with
-    skyrl.jax.use_ray), or SkyRLTrainBackend (FSDP/Megatron + vLLM) built from skyrl.train.
-    `parallel_calls`: the workflow's most model calls per episode at once (sampler batch size)."""
+    skyrl.jax.use_ray), or SkyRLTrainBackend (FSDP/Megatron + vLLM) built from skyrl.train, writing
+    its own files in `job_dir`. `parallel_calls`: the workflow's most model calls per episode at once
+    (sampler batch size)."""
     from transformers import AutoTokenizer
 
     from rllm_sweeps.models import resolve_model_path
@@ -318,7 +319,7 @@ def build_backend(cfg: DictConfig, settings: Any, parallel_calls: int = 1) -> tu
         from rllm_sweeps.training.skyrl_train import make_skyrl_train_backend
 
         train = OmegaConf.to_container(cfg.skyrl.train, resolve=True)
-        return make_skyrl_train_backend(engine, train, model_dir), tokenizer
+        return make_skyrl_train_backend(engine, train, model_dir, job_dir), tokenizer
     jax_cache = None
     if os.environ.get("RLLM_SWEEPS_JAX_CACHE", "on") != "off":
         # Jobs of a machine share compiled programs: later jobs skip most of the JIT time.

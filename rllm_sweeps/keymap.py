@@ -174,6 +174,11 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     KeyMapping("workflow.max_turns", _T + "generator.max_turns", "model turns per episode (workflows)"),
     KeyMapping("rollout.n_val", _T + "generator.eval_n_samples_per_prompt", "samples per validation prompt"),
     KeyMapping("rollout.train.temperature", _T + "generator.sampling_params.temperature", "sampling temperature"),
+    KeyMapping(
+        "rollout.train.temperature",
+        _T + "trainer.algorithm.temperature",
+        "temperature the trainer computes log-probabilities at (fsdp/megatron)",
+    ),
     KeyMapping("rollout.train.top_p", _T + "generator.sampling_params.top_p", "nucleus sampling p"),
     KeyMapping("rollout.val.temperature", _T + "generator.eval_sampling_params.temperature", "validation temperature"),
     KeyMapping("rollout.val.top_p", _T + "generator.eval_sampling_params.top_p", "validation nucleus p"),

@@ -157,7 +157,7 @@ def test_sampling_from_the_live_adapter_gives_the_tokens_of_the_sampler_checkpoi
     assert jax_trainings.after["live"] == jax_trainings.after["roundtrip"]
 
 
-def test_never_and_end_only_save_and_validation_skyrls_estimator_and_reduction_train_and_resuming_at_end_trains_nothing(
+def test_never_end_only_and_keep_last_k_saves_skyrls_estimator_and_reduction_train_and_resuming_at_end_trains_nothing(
     backend_and_tokenizer, tmp_path
 ):
     from rllm_sweeps.tasks import load_task
@@ -166,6 +166,14 @@ def test_never_and_end_only_save_and_validation_skyrls_estimator_and_reduction_t
     runs = {
         "never": ["trainer.save_freq=-1", "trainer.test_freq=-1", "trainer.val_before_train=false"],
         "at_end": ["trainer.save_freq=0", "trainer.test_freq=0", "trainer.val_before_train=false"],
+        "every": ["trainer.save_freq=1", "trainer.test_freq=-1", "trainer.val_before_train=false"],
+        # SkyRL's max_ckpts_to_keep: the newest K stay (the loop applies it on every engine)
+        "every_keep_1": [
+            "trainer.save_freq=1",
+            "skyrl.train.trainer.max_ckpts_to_keep=1",
+            "trainer.test_freq=-1",
+            "trainer.val_before_train=false",
+        ],
     }
     saved, validations = {}, {}
     for name, overrides in runs.items():
@@ -177,8 +185,9 @@ def test_never_and_end_only_save_and_validation_skyrls_estimator_and_reduction_t
         assert t.state.step == 2
         saved[name] = sorted(p.name for p in ckpt.glob("step_*")) if ckpt.exists() else []
         validations[name] = [v["step"] for v in t.state.val_history]
-    assert saved == {"never": [], "at_end": ["step_2"]}  # -1: never; 0: after the last step only
-    assert validations == {"never": [2], "at_end": [2]}  # the sweep's metric still comes from the end
+    # -1: never; 0: after the last step only; 1: every step, all kept unless max_ckpts_to_keep says
+    assert saved == {"never": [], "at_end": ["step_2"], "every": ["step_1", "step_2"], "every_keep_1": ["step_2"]}
+    assert validations == {"never": [2], "at_end": [2], "every": [2], "every_keep_1": [2]}  # the end validates
 
     # A run resumed from its last step's checkpoint (same adapter) trains nothing and still validates.
     again = RLTrainer(s, backend, load_task(cfg.task), tokenizer, tmp_path / "again", model_id="at_end")

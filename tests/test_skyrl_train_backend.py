@@ -15,7 +15,7 @@ from rllm_sweeps.config.load import load_config
 from rllm_sweeps.config.native import leaves, quiet_skyrl
 from rllm_sweeps.engines import BUILDER_FORCED
 from rllm_sweeps.keymap import KEY_MAPPINGS
-from rllm_sweeps.training.skyrl_train import built_config, make_skyrl_train_backend
+from rllm_sweeps.training.skyrl_train import JOB_OWNED_PATHS, built_config, job_owned_paths, make_skyrl_train_backend
 
 pytestmark = pytest.mark.slow  # builds SkyRL's GPU trainer config through SkyRL's own builders
 
@@ -24,9 +24,10 @@ pytestmark = pytest.mark.slow  # builds SkyRL's GPU trainer config through SkyRL
 #   resolved model directory;
 # - the critic's model path, which SkyRL's Tinker-mode builder sets to the policy's (the loop
 #   trains no critic: validation refuses trainer.critic.*); what else that builder sets regardless
-#   (engines.BUILDER_FORCED) equals the tree, since validation refuses any other value there.
+#   (engines.BUILDER_FORCED) equals the tree, since validation refuses any other value there;
+# - SkyRL's working paths, which the job places in its own directory (JOB_OWNED_PATHS).
 MODEL_PATHS = {m.native.removeprefix("skyrl.train.") for m in KEY_MAPPINGS if m.common == "model.path"}
-EXPECTED_DIFFERENCES = MODEL_PATHS | {"trainer.critic.model.path"}
+EXPECTED_DIFFERENCES = MODEL_PATHS | {"trainer.critic.model.path"} | set(JOB_OWNED_PATHS)
 
 
 @pytest.mark.parametrize("engine", ["fsdp", "megatron"])
@@ -46,7 +47,7 @@ def test_gpu_engine_builds_skyrl_train_backend_whose_config_is_the_composed_tree
     model_dir = resolve_model_path("builtin:tiny-qwen3", cache_dir())
     tree = OmegaConf.to_container(cfg.skyrl.train, resolve=True)
     with quiet_skyrl():
-        backend = make_skyrl_train_backend(engine, tree, model_dir)
+        backend = make_skyrl_train_backend(engine, tree, model_dir, tmp_path)
         built = built_config(backend, int(cfg.model.lora.rank), float(cfg.model.lora.alpha))
     assert isinstance(backend, SkyRLTrainBackend)
     assert built.trainer.strategy == engine
@@ -58,6 +59,8 @@ def test_gpu_engine_builds_skyrl_train_backend_whose_config_is_the_composed_tree
     assert differing <= EXPECTED_DIFFERENCES, {k: (want[k], got[k]) for k in differing - EXPECTED_DIFFERENCES}
     for path in MODEL_PATHS:
         assert got[path] == str(model_dir)
+    for path, where in job_owned_paths(tmp_path).items():
+        assert got[path] == where
     for path, (forced, _why) in BUILDER_FORCED.items():
         if path not in EXPECTED_DIFFERENCES:
             assert got[path] == want[path] == forced, path

@@ -207,7 +207,7 @@ def skyrl_reading(path: str, value: Any) -> SkyRLReading:
             return SkyRLReading("refused", f"{type(err).__name__}: {str(err).strip().splitlines()[0]}")
         got = dict(leaves(OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(cfg)))))
     defaults = dict(leaves(skyrl_train_defaults()))
-    changed = {k: v for k, v in got.items() if defaults.get(k, v) != v}
+    changed = {k: v for k, v in got.items() if k not in defaults or defaults[k] != v}  # a new key of a dict field too
     return SkyRLReading("accepted", changed=changed)
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.config.cross_rule import CrossRule
+from rllm_sweeps.config.gpu_trainer_rules import GPU_TRAINER_RULES
 from rllm_sweeps.keymap import LOSS_AGG_MODES, LR_SCHEDULES
 from rllm_sweeps.training.advantages import ESTIMATORS as _ESTIMATOR_FUNCTIONS
 
@@ -206,15 +207,6 @@ RULES: dict[str, Check] = {
 }
 
 
-@dataclass(frozen=True)
-class CrossRule:
-    """A rule over several keys: `keys` are named in the message."""
-
-    keys: tuple[str, ...]
-    holds: Callable[..., bool]
-    message: str
-
-
 def _tracker_installed(loggers: Any) -> bool:
     import importlib.util
 
@@ -255,4 +247,10 @@ CROSS_RULES: tuple[CrossRule, ...] = (
         lambda gpus, engine: engine == "jax" or gpus >= 1,
         "skyrl.engine=fsdp/megatron trains on GPUs: set resources.gpus_per_node >= 1",
     ),
+    CrossRule(
+        ("skyrl.train.trainer.max_ckpts_to_keep",),
+        lambda keep: keep == -1 or (isinstance(keep, int) and not isinstance(keep, bool) and keep >= 1),
+        "skyrl.train.trainer.max_ckpts_to_keep keeps the newest K checkpoints: an integer >= 1, or -1 for all",
+    ),
+    *GPU_TRAINER_RULES,
 )

@@ -96,7 +96,7 @@ def cross_rule_issue(rule: CrossRule, plain: dict[str, Any], bad: set[str]) -> C
     """The problem of a rule over several keys, if any; none when one of them is `bad` already."""
     if bad.isdisjoint(rule.keys) and not rule.holds(*(_get(plain, k) for k in rule.keys)):
         values = ", ".join(f"{k}={_get(plain, k)!r}" for k in rule.keys)
-        return ConfigIssue(rule.keys[0], f"{rule.message} (got {values})")
+        return ConfigIssue(rule.keys[0], f"{rule.describe(*(_get(plain, k) for k in rule.keys))} (got {values})")
     return None
 
 

@@ -8,7 +8,8 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
       report/                           what `rllm-sweeps report` writes
       jobs/<index:04d>-<hash[:8]>/      JobPaths: one job
         config.yaml, result.json, metrics.jsonl, job.log, node-K.log, attempts.jsonl, generation,
-        ray.json, checkpoints/, work/, slurm/ (submitit's files of a job submitted alone), .lock
+        ray.json, checkpoints/, work/, slurm/ (submitit's files of a job submitted alone), .lock,
+        skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports)
 """
 
 from __future__ import annotations
@@ -90,6 +91,11 @@ class JobPaths:
     def work(self) -> Path:
         """The backend's scratch space (sampler checkpoints)."""
         return self.root / "work"
+
+    @property
+    def skyrl(self) -> Path:
+        """What SkyRL's GPU trainer writes itself (training/skyrl_train.py: LoRA sync, logs, exports)."""
+        return self.root / "skyrl"
 
     @property
     def slurm(self) -> Path:

@@ -3,6 +3,9 @@
 everything else is a function of it). ``latest`` names the newest complete one.
 
 Written under ``step_<k>.tmp`` and renamed: a directory named ``step_<k>`` is complete.
+``skyrl.train.trainer.max_ckpts_to_keep=K`` keeps the newest K (SkyRL's setting and meaning: -1
+keeps all); SkyRL's own ``cleanup_old_checkpoints`` cannot be called here: its module imports the
+GPU trainer's stack (torchdata, absent from the JAX install) and knows only ``global_step_<k>``.
 """
 
 from __future__ import annotations
@@ -56,6 +59,28 @@ def save_checkpoint(path: Path, policy: Policy, state: TrainerState, *, mark_lat
     return path
 
 
+def prune_checkpoints(checkpoint_dir: Path, keep: int) -> list[Path]:
+    """Delete all but the newest ``keep`` complete checkpoints (``keep`` < 0: none); what it deleted.
+    The one ``latest`` names is never deleted."""
+    if keep < 0:
+        return []
+    newest = latest_checkpoint(checkpoint_dir)
+    old = _complete_checkpoints(checkpoint_dir)[: -keep or None]
+    removed = [p for _, p in old if p != newest]
+    for p in removed:
+        shutil.rmtree(p, ignore_errors=True)
+    return removed
+
+
+def _complete_checkpoints(checkpoint_dir: Path) -> list[tuple[int, Path]]:
+    """(step, path) of every complete checkpoint, oldest first."""
+    return sorted(
+        (int(p.name.removeprefix("step_")), p)
+        for p in checkpoint_dir.glob("step_*")
+        if p.name.removeprefix("step_").isdigit() and (p / TRAINER_STATE_FILE).is_file()
+    )
+
+
 def load_checkpoint(path: Path, policy: Policy, load_optimizer: bool = True) -> TrainerState:
     """Restore the policy's weights (+ optimizer state) from ``path``; its trainer state."""
     policy.load(path / f"{policy.model_id}.ckpt", load_optimizer=load_optimizer)
@@ -70,11 +95,7 @@ def latest_checkpoint(checkpoint_dir: str | os.PathLike) -> Path | None:
         p = d / latest.read_text().strip()
         if (p / TRAINER_STATE_FILE).is_file():
             return p
-    steps = sorted(
-        (int(p.name.removeprefix("step_")), p)
-        for p in d.glob("step_*")
-        if p.name.removeprefix("step_").isdigit() and (p / TRAINER_STATE_FILE).is_file()
-    )
+    steps = _complete_checkpoints(d)
     return steps[-1][1] if steps else None
 
 
@@ -84,5 +105,6 @@ __all__ = [
     "checkpoint_name",
     "latest_checkpoint",
     "load_checkpoint",
+    "prune_checkpoints",
     "save_checkpoint",
 ]

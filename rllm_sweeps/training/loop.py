@@ -52,7 +52,13 @@ from typing import Any
 
 from rllm_sweeps.engines import EngineTraits, traits
 from rllm_sweeps.tasks.base import Task
-from rllm_sweeps.training.checkpoints import TrainerState, checkpoint_name, load_checkpoint, save_checkpoint
+from rllm_sweeps.training.checkpoints import (
+    TrainerState,
+    checkpoint_name,
+    load_checkpoint,
+    prune_checkpoints,
+    save_checkpoint,
+)
 from rllm_sweeps.training.datums import apply_kl_penalty, apply_loss_agg, mini_batch_datums
 from rllm_sweeps.training.episodes import ScoredTrajectory, assign_advantages, group_trajectories, mini_batches
 from rllm_sweeps.training.metrics import MiniBatchStats, StepOutcome, StepTimes, train_metrics, val_metrics
@@ -267,7 +273,10 @@ class RLTrainer:
         """Write ``path/`` = backend training checkpoint + trainer state (checkpoints.py)."""
         self.setup()
         path = Path(path)
-        save_checkpoint(path, self.policy, self.state, mark_latest=path.parent == self.checkpoint_dir)
+        in_job = path.parent == self.checkpoint_dir
+        save_checkpoint(path, self.policy, self.state, mark_latest=in_job)
+        if in_job:
+            prune_checkpoints(path.parent, self.settings.max_ckpts_to_keep)
         if self.hooks.on_checkpoint is not None:
             self.hooks.on_checkpoint(path, self.state)
         return path

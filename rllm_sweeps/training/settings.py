@@ -51,6 +51,7 @@ CONFIG_KEYS: dict[str, str] = {
     "cispo_eps_clip_high": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_high",
     "loss_norm_length": "skyrl.train.trainer.algorithm.max_seq_len",
     "legacy_micro_batch": "skyrl.train.trainer.micro_train_batch_size_per_gpu",
+    "max_ckpts_to_keep": "skyrl.train.trainer.max_ckpts_to_keep",
 }
 
 
@@ -103,6 +104,7 @@ class LoopSettings:
     cispo_eps_clip_high: float = 4.0
     loss_norm_length: int | None = None  # seq-mean-token-sum-norm's constant (None: max_response_length)
     legacy_micro_batch: int = 1  # token_mean_legacy: sequences per token-mean (SkyRL's micro batch)
+    max_ckpts_to_keep: int = -1  # the newest K checkpoints stay on disk; -1: all (SkyRL's default)
 
     @classmethod
     def from_config(cls, cfg: Any) -> LoopSettings:

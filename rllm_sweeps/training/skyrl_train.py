@@ -13,6 +13,13 @@ loop creates the policy; tests/test_skyrl_train_backend.py checks that config ag
 by leaf. The leaves that builder sets regardless are refused at validation (engines.py), the
 policy's lr schedule excepted: the loop computes the lr of every step and the backend applies it.
 
+SkyRL's own working paths (``JOB_OWNED_PATHS``) go to the job's directory whatever the tree says:
+SkyRL's defaults are machine-wide (``/tmp/skyrl_lora_sync``, ``/tmp/skyrl-logs``, ``~/exports``,
+``~/ckpts``), and the loop's policy is always ``policy``, so two jobs on one node would write one
+``<lora_sync_path>/policy/`` adapter that every vLLM server of both reads. The job directory is on
+the filesystem every node of the job sees (runtime/job_ray.py), as SkyRL asks of these paths on
+several nodes.
+
 Constructing the backend needs no GPU (it loads the tokenizer); Ray, the workers and the
 vLLM servers start at ``create_model`` / the first sampling, on the job's Ray cluster
 (SkyRL's ``initialize_ray`` joins ``RAY_ADDRESS``).
@@ -21,19 +28,37 @@ vLLM servers start at ``create_model`` / the first sampling, on the job's Ray cl
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.config.native import leaves, skyrl_train_defaults
 from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.records.layout import JobPaths
 
 TRAIN_ROOT = "skyrl.train."
 
+# SkyRL's paths (relative to skyrl.train) -> their directory under the job's JobPaths.skyrl.
+JOB_OWNED_PATHS: dict[str, str] = {
+    "trainer.policy.model.lora.lora_sync_path": "lora_sync",
+    "trainer.ref.model.lora.lora_sync_path": "lora_sync",
+    "trainer.critic.model.lora.lora_sync_path": "lora_sync",
+    "trainer.log_path": "logs",
+    "trainer.export_path": "exports",
+    "trainer.ckpt_path": "ckpts",
+}
 
-def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike) -> dict[str, Any]:
+
+def job_owned_paths(job_dir: str | os.PathLike) -> dict[str, str]:
+    """SkyRL's working paths of the job in ``job_dir``: {path relative to skyrl.train: directory}."""
+    root = JobPaths(Path(job_dir)).skyrl
+    return {key: str(root / sub) for key, sub in JOB_OWNED_PATHS.items()}
+
+
+def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike) -> dict[str, Any]:
     """The composed skyrl.train tree as SkyRL overrides, {dotted path: value}; the model paths
-    (those of model.path in the key map) -> model_dir."""
+    (those of model.path in the key map) -> model_dir, SkyRL's working paths -> job_dir's."""
     defaults = dict(leaves(skyrl_train_defaults()))
-    tree = dict(leaves(train))
+    tree = dict(leaves(train)) | job_owned_paths(job_dir)
     changed = {path.rpartition(".")[0] for path, value in tree.items() if defaults.get(path, value) != value}
     changed |= {path.rpartition(".")[0] for path in tree if path not in defaults}
     overrides = {path: value for path, value in tree.items() if path.rpartition(".")[0] in changed}
@@ -43,19 +68,24 @@ def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike) -> dic
     return overrides
 
 
-def backend_overrides(engine: str, train: dict[str, Any], model_dir: str | os.PathLike) -> Any:
+def backend_overrides(
+    engine: str, train: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike
+) -> Any:
     """SkyRL's FSDPBackendOverrides or MegatronBackendOverrides for this tree."""
     from skyrl.backends.skyrl_train_backend import FSDPBackendOverrides, MegatronBackendOverrides
 
     cls = {"fsdp": FSDPBackendOverrides, "megatron": MegatronBackendOverrides}[engine]
-    return cls(**native_overrides(train, model_dir))
+    return cls(**native_overrides(train, model_dir, job_dir))
 
 
-def make_skyrl_train_backend(engine: str, train: dict[str, Any], model_dir: str | os.PathLike) -> Any:
-    """``SkyRLTrainBackend(model_dir, overrides)`` for ``skyrl.engine=fsdp|megatron``."""
+def make_skyrl_train_backend(
+    engine: str, train: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike
+) -> Any:
+    """``SkyRLTrainBackend(model_dir, overrides)`` for ``skyrl.engine=fsdp|megatron``, its working
+    paths in ``job_dir``."""
     from skyrl.backends.skyrl_train_backend import SkyRLTrainBackend
 
-    return SkyRLTrainBackend(str(model_dir), backend_overrides(engine, train, model_dir))
+    return SkyRLTrainBackend(str(model_dir), backend_overrides(engine, train, model_dir, job_dir))
 
 
 def built_config(backend: Any, lora_rank: int, lora_alpha: float, seed: int = 0) -> Any:
@@ -68,4 +98,11 @@ def built_config(backend: Any, lora_rank: int, lora_alpha: float, seed: int = 0)
     return _build_skyrl_train_config(backend.base_model, backend.config, lora)
 
 
-__all__ = ["backend_overrides", "built_config", "make_skyrl_train_backend", "native_overrides"]
+__all__ = [
+    "JOB_OWNED_PATHS",
+    "backend_overrides",
+    "built_config",
+    "job_owned_paths",
+    "make_skyrl_train_backend",
+    "native_overrides",
+]

@@ -7,6 +7,10 @@ one batch (one call however many episodes and roles), and each episode resumes w
 So N episodes of a two-solver workflow sample 2N sequences in one call, then their N judges in
 the next.
 
+``backend.sample`` runs on a worker thread (``asyncio.to_thread``), never on the event loop's: SkyRL's
+GPU trainer (``SkyRLTrainBackend.sample``) runs its own ``asyncio.run`` over its HTTP client, which
+Python refuses inside a running loop. The episodes wait meanwhile either way.
+
 Sampler seeds are a pure function of (trainer.seed, stream, step, episode, call): call 0 of
 episode e takes the e-th seed of the step's stream, as the loop did before workflows existed (the
 single-turn workflow samples exactly the tokens it sampled then); later calls take theirs from a
@@ -151,7 +155,7 @@ class RolloutClient:
         self._flusher = None
         batch, self._pending = self._pending, []
         try:
-            outputs = self._sample(batch)
+            outputs = await asyncio.to_thread(self._sample, batch)
         except Exception as err:  # every waiting episode learns of it; the phase stops (rollout.py)
             self.failure = err
             for r in batch:

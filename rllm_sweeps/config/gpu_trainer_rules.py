@@ -1,0 +1,104 @@
+"""What SkyRL's GPU trainer (``skyrl.engine=fsdp|megatron``) needs of a job's config, checked before
+anything is submitted: SkyRL itself finds these out only when its placement group, workers or vLLM
+servers start, minutes into a job on GPUs (read in SkyRL 0.4.0's ``skyrl/backends/``):
+
+- CPUs: the colocated placement group asks Ray for ``{"GPU": 1, "CPU": 1}`` per GPU
+  (``SkyRLTrainBackend._create_colocate_pg``), on the job's Ray head of ``resources.cpus_per_task``
+  CPUs; one more is the headroom for the driver, vLLM's router and Ray's own processes. Short of it the
+  placement group never becomes ready and SkyRL raises after ``SKYRL_RAY_PG_TIMEOUT_IN_S`` (180 s).
+- LoRA ranks: the rank becomes vLLM's ``max_lora_rank`` (``build_vllm_cli_args``), which accepts only
+  vLLM's ``MaxLoRARanks``.
+- ``placement.colocate_all=false`` puts the vLLM engines on GPUs of their own beside the policy's, which
+  the job never asks for (the policy's GPU count is ``resources.gpus_per_node``): refused.
+- Megatron's ``merge_lora=true`` starts vLLM without LoRA (``_uses_lora_weight_sync``), while SkyRL's
+  ``sample`` names the policy's adapter in every request once a LoRA policy exists
+  (``_sample_with_remote_client_async``): vLLM would answer that no such model exists.
+- Log-probabilities: the loop trains with the sampler's log-probabilities as the old policy's, and
+  SkyRL's trainer computes the new ones at ``trainer.algorithm.temperature`` (= the sampling temperature,
+  keymap.py) over the whole vocabulary. vLLM returns the raw logits' log-probabilities unless
+  ``logprobs_mode=processed_logprobs`` (conf/backend/skyrl.yaml sets it through SkyRL's
+  ``engine_init_kwargs``), and processed ones are renormalized over what top-p / top-k keep, which the
+  trainer's are not: both would bias the PPO ratio from the first step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rllm_sweeps.config.cross_rule import CrossRule
+
+GPU_TRAINER = ("fsdp", "megatron")
+
+# vLLM 0.30's MaxLoRARanks (vllm/config/lora.py), SkyRL 0.4.0's pin; vLLM is not installed with the JAX
+# engine, so the values are copied here and tests/test_gpu_trainer.py checks them against vLLM's where it is.
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+# The one logprobs_mode whose values SkyRL's trainer reproduces (with top-p 1 and no top-k).
+PROCESSED_LOGPROBS = "processed_logprobs"
+
+_T = "skyrl.train."
+COLOCATE_ALL = _T + "trainer.placement.colocate_all"
+MERGE_LORA = _T + "trainer.policy.megatron_config.lora_config.merge_lora"
+LOGPROBS_MODE = _T + "generator.inference_engine.engine_init_kwargs.logprobs_mode"
+TRAIN_TOP_K = _T + "generator.sampling_params.top_k"
+
+
+def nearest_lora_ranks(rank: Any) -> tuple[int, ...]:
+    """vLLM's accepted ranks next to `rank` (the one below and the one above, where they exist)."""
+    if not isinstance(rank, int):
+        return VLLM_LORA_RANKS
+    below = [r for r in VLLM_LORA_RANKS if r < rank][-1:]
+    above = [r for r in VLLM_LORA_RANKS if r > rank][:1]
+    return tuple(below + above)
+
+
+def _on_gpu_trainer(engine: Any) -> bool:
+    return engine in GPU_TRAINER
+
+
+GPU_TRAINER_RULES: tuple[CrossRule, ...] = (
+    CrossRule(
+        ("resources.cpus_per_task", "resources.gpus_per_node", "skyrl.engine"),
+        lambda cpus, gpus, engine: not _on_gpu_trainer(engine) or cpus >= gpus + 1,
+        "skyrl.engine=fsdp/megatron: SkyRL's placement group takes one Ray CPU beside each GPU, and the "
+        "driver one more; set resources.cpus_per_task >= resources.gpus_per_node + 1",
+    ),
+    CrossRule(
+        ("model.lora.rank", "skyrl.engine"),
+        lambda rank, engine: not _on_gpu_trainer(engine) or rank in VLLM_LORA_RANKS,
+        "skyrl.engine=fsdp/megatron: the LoRA rank is vLLM's max_lora_rank, which accepts only "
+        + ", ".join(map(str, VLLM_LORA_RANKS)),
+        explain=lambda rank, engine: (
+            f"; the nearest: model.lora.rank={' or '.join(map(str, nearest_lora_ranks(rank)))}"
+        ),
+    ),
+    CrossRule(
+        (COLOCATE_ALL, "skyrl.engine"),
+        lambda colocate, engine: not _on_gpu_trainer(engine) or colocate is True,
+        f"{COLOCATE_ALL}=false puts SkyRL's vLLM engines on GPUs of their own beside the policy's "
+        "resources.gpus_per_node, which the job does not ask for; keep it true (training and sampling "
+        "share the job's GPUs)",
+    ),
+    CrossRule(
+        (MERGE_LORA, "skyrl.engine"),
+        lambda merge, engine: engine != "megatron" or merge is False,
+        f"skyrl.engine=megatron with {MERGE_LORA}=true (SkyRL's default) starts vLLM without LoRA, while "
+        f"SkyRL samples the loop's LoRA policy by its adapter's name; set {MERGE_LORA}=false",
+    ),
+    CrossRule(
+        (LOGPROBS_MODE, "skyrl.engine"),
+        lambda mode, engine: not _on_gpu_trainer(engine) or mode == PROCESSED_LOGPROBS,
+        f"skyrl.engine=fsdp/megatron trains on vLLM's log-probabilities as the old policy's: {LOGPROBS_MODE} "
+        f"must be {PROCESSED_LOGPROBS} (after temperature, as SkyRL's trainer computes them)",
+    ),
+    CrossRule(
+        ("rollout.train.top_p", TRAIN_TOP_K, "skyrl.engine"),
+        lambda top_p, top_k, engine: not _on_gpu_trainer(engine) or (top_p == 1 and top_k in (-1, 0)),
+        "skyrl.engine=fsdp/megatron: with top-p < 1 or a top-k, vLLM's log-probabilities are renormalized "
+        "over the tokens kept, SkyRL's trainer's over the whole vocabulary, which biases the PPO ratio; "
+        f"train with rollout.train.top_p=1 and {TRAIN_TOP_K}=-1 (validation may use any)",
+    ),
+)
+
+
+__all__ = ["GPU_TRAINER_RULES", "PROCESSED_LOGPROBS", "VLLM_LORA_RANKS", "nearest_lora_ranks"]

@@ -1,0 +1,80 @@
+"""What SkyRL's GPU trainer needs of a config, refused before anything is submitted
+(rllm_sweeps/config/gpu_trainer_rules.py): each rule on the real composed tree, and its fix accepted."""
+
+from __future__ import annotations
+
+from config_problems import problems, quiet
+
+from rllm_sweeps.config.gpu_trainer_rules import VLLM_LORA_RANKS, nearest_lora_ranks
+from rllm_sweeps.config.load import load_config
+
+FSDP = ["skyrl.engine=fsdp", "resources.gpus_per_node=2", "resources.cpus_per_task=3"]
+MERGE_LORA = "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora"
+
+
+def test_fsdp_with_fewer_cpus_than_gpus_plus_one_is_refused_naming_the_cpu_setting():
+    found = problems(["skyrl.engine=fsdp", "resources.gpus_per_node=2", "resources.cpus_per_task=2"])
+    assert list(found) == ["resources.cpus_per_task"]
+    assert "resources.cpus_per_task >= resources.gpus_per_node + 1" in found["resources.cpus_per_task"]
+    load_config(FSDP, notify=quiet)  # 3 CPUs for 2 GPUs: accepted
+    load_config(["resources.gpus_per_node=2", "resources.cpus_per_task=2"], notify=quiet)  # jax: no such rule
+
+
+def test_a_lora_rank_vllm_refuses_is_refused_on_fsdp_with_the_nearest_ranks():
+    found = problems([*FSDP, "model.lora.rank=4"])
+    assert list(found) == ["model.lora.rank"]
+    assert "the nearest: model.lora.rank=1 or 8" in found["model.lora.rank"]
+    assert nearest_lora_ranks(600) == (512,) and nearest_lora_ranks(100) == (64, 128)
+    for rank in (8, 32):
+        load_config([*FSDP, f"model.lora.rank={rank}"], notify=quiet)
+    load_config(["model.lora.rank=4"], notify=quiet)  # the JAX engine takes any rank
+    assert set(VLLM_LORA_RANKS) >= {8, 16, 32, 64}
+
+
+def test_colocate_all_false_is_refused_on_fsdp():
+    key = "skyrl.train.trainer.placement.colocate_all"
+    found = problems([*FSDP, f"{key}=false"])
+    assert key in found and "GPUs of their own" in found[key]
+
+
+def test_megatron_needs_merge_lora_false_to_sample_the_loops_adapter():
+    megatron = ["skyrl.engine=megatron", "resources.gpus_per_node=2", "resources.cpus_per_task=3"]
+    found = problems(megatron)  # SkyRL's default merge_lora=true
+    assert list(found) == [MERGE_LORA]
+    assert f"set {MERGE_LORA}=false" in found[MERGE_LORA]
+    load_config([*megatron, f"{MERGE_LORA}=false"], notify=quiet)
+    load_config([*FSDP, f"{MERGE_LORA}=true"], notify=quiet)  # FSDP syncs the adapter itself: no rule
+
+
+def test_fsdp_trains_only_on_vllms_processed_logprobs_without_top_p_or_top_k():
+    mode = "skyrl.train.generator.inference_engine.engine_init_kwargs.logprobs_mode"
+    assert load_config(FSDP, notify=quiet).skyrl.train.generator.inference_engine.engine_init_kwargs.logprobs_mode == (
+        "processed_logprobs"
+    )
+    assert mode in problems([*FSDP, f"{mode}=raw_logprobs"])
+    top_k = "skyrl.train.generator.sampling_params.top_k"
+    for bad in ("rollout.train.top_p=0.9", f"{top_k}=50"):
+        found = problems([*FSDP, bad])
+        assert list(found) == ["rollout.train.top_p"], bad
+        assert "renormalized" in found["rollout.train.top_p"]
+    # Validation samples are not trained on; the JAX engine computes its own log-probabilities.
+    load_config([*FSDP, "rollout.val.top_p=0.9", "rollout.train.temperature=0.7"], notify=quiet)
+    load_config(["rollout.train.top_p=0.9", f"{top_k}=50"], notify=quiet)
+
+
+def test_max_ckpts_to_keep_zero_is_refused_with_what_it_means():
+    key = "skyrl.train.trainer.max_ckpts_to_keep"
+    found = problems([f"{key}=0"])
+    assert key in found and "-1 for all" in found[key]
+    load_config([f"{key}=2"], notify=quiet)
+
+
+def test_a_new_key_of_skyrls_engine_init_kwargs_reaches_the_tree():
+    """SkyRL's engine_init_kwargs is a dict handed to vLLM: a user's key (with +, as Hydra asks for a key
+    the tree lacks) joins the project's logprobs_mode."""
+    key = "skyrl.train.generator.inference_engine.engine_init_kwargs.max_model_len"
+    cfg = load_config([*FSDP, f"+{key}=4096"], notify=quiet)
+    assert cfg.skyrl.train.generator.inference_engine.engine_init_kwargs == {
+        "logprobs_mode": "processed_logprobs",
+        "max_model_len": 4096,
+    }
