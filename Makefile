@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: setup run test lint format clean slurm-deps slurm-up slurm-down
+.PHONY: setup run test test-gpu lint format clean slurm-deps slurm-up slurm-down
 
 setup: $(STAMP)
 
@@ -33,6 +33,11 @@ TEST_WORKERS ?= 3
 test: setup slurm-deps
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not timed" --durations=15 $(PYTEST_ARGS)
 	$(PY) -m pytest -q -m timed --durations=5 $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+# SkyRL's GPU trainer end to end (tests/test_gpu_trainer.py): on a CUDA machine with the fsdp extra
+# (vLLM, flash-attn): `.venv/bin/pip install -e '.[fsdp]'` first. Elsewhere it skips, saying why.
+test-gpu: setup
+	$(PY) -m pytest -q -rs -m gpu tests/test_gpu_trainer.py $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

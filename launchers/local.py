@@ -1,55 +1,89 @@
-"""Jobs as local processes, each in its own directory (the default launcher)."""
+"""Jobs as local processes, each in its own directory (the default launcher).
+
+On a machine with GPUs each job gets its own (gpu_placement.py): a job waits, pending, until its
+GPUs are free, then starts with exactly those visible. On a machine without, jobs start at once,
+as before.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from launchers.gpu_placement import GpuPool, GpuRequest, job_environment
+from launchers.gpus import visible_gpus
 from launchers.warm_server import WARM_SERVER_ENV
 from launchers.warm_start import ForkedProcess, WarmStarter, die_with_parent
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths
 
 
-@dataclass
+@dataclass(eq=False)  # a handle is itself (the GPU pool keys on it), not its fields
 class LocalHandle:
-    process: subprocess.Popen | ForkedProcess
-    log: IO[bytes]
     request: LaunchRequest
+    process: subprocess.Popen | ForkedProcess | None = None  # None: waiting for its GPUs
+    log: IO[bytes] | None = None
     ended: bool = False
 
     @property
     def attempt_id(self) -> str:
+        assert self.process is not None
         return f"local-{self.process.pid}"
 
     def generation(self) -> int:
         return attempts.generation_of(self.request.env)
 
     def close(self) -> None:
-        """The attempt's end, once: in its records, and the log file."""
-        if not self.ended:
-            self.ended = True
+        """The attempt's end, once: in its records, and the log file (a job never started has neither)."""
+        if not self.ended and self.process is not None:
             code = self.process.returncode
             attempts.record_end(self.request.job_dir, self.attempt_id, code, generation=self.generation())
-        self.log.close()
+        self.ended = True
+        if self.log is not None:
+            self.log.close()
+
+
+def gpu_request(resources: dict) -> GpuRequest:
+    """A job's GPU needs, from its resources.* (plan.json's resources of the job)."""
+    return GpuRequest(int(resources.get("gpus_per_node") or 0), int(resources.get("jobs_per_gpu") or 1))
 
 
 class LocalLauncher(Launcher):
     name = "local"
 
-    def __init__(self) -> None:
+    def __init__(self, gpus: Sequence[str] | None = None) -> None:
         self.warm = WarmStarter()
+        self.gpus = GpuPool(visible_gpus() if gpus is None else tuple(gpus))
+
+    def preflight(self, shapes: list[dict[str, Any]]) -> list[str]:
+        """A job asking for more GPUs than this machine has would wait forever: refused up front."""
+        return [p for p in {self.gpus.problem(gpu_request(shape)) for shape in shapes} if p is not None]
 
     def submit(self, request: LaunchRequest) -> LocalHandle:
+        handle = LocalHandle(request)
+        self._start_when_placed(handle)
+        return handle
+
+    def _start_when_placed(self, handle: LocalHandle) -> bool:
+        """Start the job if its GPUs are free now (taking them); False: it waits."""
+        request = handle.request
+        need = gpu_request(request.resources)
+        gpus = self.gpus.take(handle, need)
+        if gpus is None:
+            return False
+        if self.gpus.devices:
+            shown = f"GPU {','.join(gpus)}" if gpus else "the CPU (resources.gpus_per_node=0)"
+            print(f"[sweep] job {request.index} runs on {shown}", flush=True)
         request.job_dir.mkdir(parents=True, exist_ok=True)
         paths = JobPaths(request.job_dir)
-        log = paths.log.open("ab")
-        env = {**os.environ, **request.env}
-        process = self._forked(request.argv, env, paths) or subprocess.Popen(
+        handle.log = log = paths.log.open("ab")
+        env = {**os.environ, **request.env, **job_environment(gpus, need, bool(self.gpus.devices))}
+        handle.process = process = self._forked(request.argv, env, paths) or subprocess.Popen(
             request.argv,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -57,7 +91,6 @@ class LocalLauncher(Launcher):
             env={**env, WARM_SERVER_ENV: "off"},  # the job's pid is its process's, not a warm server's child
             preexec_fn=die_with_parent,
         )
-        handle = LocalHandle(process, log, request)
         attempts.record_start(
             request.job_dir,
             handle.attempt_id,
@@ -66,7 +99,7 @@ class LocalLauncher(Launcher):
             pid=process.pid,
             forked=isinstance(process, ForkedProcess),
         )
-        return handle
+        return True
 
     def _forked(self, argv: list[str], env: dict[str, str], paths: JobPaths) -> ForkedProcess | None:
         """The job forked from the fork server, where it can be (launchers/warm_start.py)."""
@@ -80,9 +113,13 @@ class LocalLauncher(Launcher):
             return None
 
     def poll(self, handle: LocalHandle) -> JobStatus:
+        if handle.process is None and not self._start_when_placed(handle):
+            return JobStatus(JobState.PENDING, detail="waiting for a GPU")
+        assert handle.process is not None
         code = handle.process.poll()
         if code is None:
             return JobStatus(JobState.RUNNING, detail=f"pid {handle.process.pid}")
+        self.gpus.release(handle)
         handle.close()
         failure = None
         if code == -signal.SIGKILL:
@@ -90,6 +127,10 @@ class LocalLauncher(Launcher):
         return JobStatus(JobState.FINISHED, returncode=code, failure=failure)
 
     def cancel(self, handle: LocalHandle, timeout: float = 60) -> None:
+        self.gpus.release(handle)
+        if handle.process is None:  # still waiting for its GPUs: nothing started
+            handle.close()
+            return
         if handle.process.poll() is None:
             handle.process.send_signal(signal.SIGTERM)
             try:

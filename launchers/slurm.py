@@ -102,7 +102,10 @@ class SlurmLauncher(Launcher):
         for res in shapes:
             args = ["sbatch", "--test-only", *self.sbatch_flags(res), "--wrap", "true"]
             shape = ", ".join(f"{k}={v}" for k, v in sorted(res.items()))
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            try:
+                proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            except OSError as err:  # no SLURM client here (a dry run on a laptop)
+                return [f"cannot ask SLURM whether it would run these jobs: {err} (run this on a SLURM login node)"]
             if proc.returncode != 0:
                 reason = (proc.stderr.strip() or proc.stdout.strip() or "no reason given").splitlines()[-1]
                 problems.append(f"SLURM rejects jobs with {shape} (partition={self.settings.partition}): {reason}")

@@ -26,6 +26,7 @@ from typing import IO, Any
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.cachedir import cache_dir
+from rllm_sweeps.config.gpu_trainer_rules import node_gpus
 from rllm_sweeps.config.paths import REPO_ROOT
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.records.attempts import AttemptFence, read_attempts
@@ -34,6 +35,8 @@ from rllm_sweeps.results import (
     COMPLETED,
     DEFAULT_METRIC,
     FAILED,
+    OUT_OF_MEMORY,
+    OUT_OF_MEMORY_FIX,
     PREEMPTED,
     PRUNED,
     RUNNING,
@@ -132,6 +135,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         versions=package_versions(),
         git_revision=git_revision(),
         attempts=max(1, len(read_attempts(job_dir))),  # the launcher recorded this attempt's start
+        gpus=os.environ.get("CUDA_VISIBLE_DEVICES"),  # the local launcher's placement, or SLURM's
     )
     if previous is not None and previous.config_hash == chash:
         # The sweep's record of this job's earlier failed launches stays with it (a new sweeper too).
@@ -159,6 +163,8 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         result.status = FAILED
         result.error = "".join(traceback.format_exception(err))[-4000:]
         result.failure_kind = failure_kind(err)
+        if result.failure_kind == OUT_OF_MEMORY:  # said plainly, with the fix, as the error's last line
+            result.error += f"\nout of accelerator memory: {OUT_OF_MEMORY_FIX}"
     finally:
         result.ended_at = time.time()
         result.wall_time_s = result.ended_at - started
@@ -294,12 +300,13 @@ def backend_uses_ray(cfg: DictConfig) -> bool:
 
 def ray_node_resources(cfg: DictConfig) -> tuple[int, int]:
     """(CPUs, GPUs) Ray may use: SLURM's allocation inside a SLURM job (Ray hangs when it
-    assumes more CPUs than the allocation has), else the job's resources.*."""
+    assumes more CPUs than the allocation has), else the job's resources.* (the GPUs of SkyRL's
+    vLLM engines too when they are not colocated: gpu_trainer_rules.node_gpus)."""
     from rllm_sweeps.runtime.slurm_env import slurm_node_resources
 
     if "SLURM_JOB_ID" in os.environ:
         return slurm_node_resources()
-    return int(cfg.resources.cpus_per_task), int(cfg.resources.gpus_per_node)
+    return int(cfg.resources.cpus_per_task), node_gpus(cfg)
 
 
 def build_backend(cfg: DictConfig, settings: Any, job_dir: Path, parallel_calls: int = 1) -> tuple[Any, Any]:
@@ -328,6 +335,15 @@ def build_backend(cfg: DictConfig, settings: Any, job_dir: Path, parallel_calls:
     # 0 (SkyRL: "whole batch") is sized by make_jax_backend so every call keeps one shape.
     sizes = {k: jax_settings.pop(k) or None for k in ("train_micro_batch_size", "sample_max_num_sequences")}
     jax_settings.pop("max_lora_rank")  # follows model.lora.rank
+    mesh = ("fully_sharded_data_parallel_size", "expert_parallel_size", "tensor_parallel_size")
+    if not jax_settings["use_ray"] and all(jax_settings[k] == 1 for k in mesh):
+        import jax
+
+        # Every device the job was given (its CUDA_VISIBLE_DEVICES): data-parallel over them, as
+        # skyrl.jax.* leaves it (SkyRL's weight loading needs a mesh that covers the devices).
+        jax_settings["fully_sharded_data_parallel_size"] = devices = jax.local_device_count()
+        if devices > 1:
+            print(f"JAX trains data-parallel over {devices} {jax.default_backend()} devices", flush=True)
     if jax_settings["use_ray"]:
         # One JAX process per bundle of the job's Ray cluster (default: one per node).
         import ray
@@ -338,7 +354,6 @@ def build_backend(cfg: DictConfig, settings: Any, job_dir: Path, parallel_calls:
             jax_settings["ray_actor_options"] = with_jax_cache_env(jax_settings["ray_actor_options"], jax_cache)
         # The mesh must cover every process's devices (SkyRL's weight loading fails on a mesh
         # smaller than the global device set): shard data-parallel across the processes.
-        mesh = ("fully_sharded_data_parallel_size", "expert_parallel_size", "tensor_parallel_size")
         if all(jax_settings[k] == 1 for k in mesh):
             jax_settings["fully_sharded_data_parallel_size"] = jax_settings["num_processes"]
         ray.init(address=os.environ["RAY_ADDRESS"], logging_level="WARNING", log_to_driver=False)
@@ -346,7 +361,10 @@ def build_backend(cfg: DictConfig, settings: Any, job_dir: Path, parallel_calls:
 
 
 def failure_kind(err: BaseException) -> str:
-    """ "infrastructure" (worth a retry elsewhere: memory, disk, Ray/node loss) or "user" (config, code)."""
+    """ "infrastructure" (worth a retry elsewhere: host memory, disk, Ray/node loss), OUT_OF_MEMORY (the
+    accelerator's: XLA's RESOURCE_EXHAUSTED, torch's CUDA out of memory) or "user" (config, code)."""
+    if is_out_of_device_memory(err):
+        return OUT_OF_MEMORY
     infrastructure: tuple[type[BaseException], ...] = (MemoryError, OSError)
     try:
         import ray.exceptions
@@ -357,6 +375,19 @@ def failure_kind(err: BaseException) -> str:
     except ImportError:
         pass
     return "infrastructure" if isinstance(err, infrastructure) else "user"
+
+
+def is_out_of_device_memory(err: BaseException) -> bool:
+    """Whether `err` (or what it was raised from) is an accelerator allocation that failed: XLA says
+    RESOURCE_EXHAUSTED (JAX on a GPU; on the CPU for an allocation past what the host has), torch
+    raises its OutOfMemoryError ("CUDA out of memory")."""
+    seen: BaseException | None = err
+    while seen is not None:
+        text = str(seen)
+        if ("RESOURCE_EXHAUSTED" in text and "memory" in text.lower()) or type(seen).__name__ == "OutOfMemoryError":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def hold_job_dir(job_dir: Path, wait_s: float = 300) -> IO[str]:

@@ -29,6 +29,15 @@ METRICS_ENV = "RLLM_SWEEPS_METRICS"
 COMPLETED, FAILED, PRUNED, RUNNING, PREEMPTED = "completed", "failed", "pruned", "running", "preempted"
 STATUSES = (COMPLETED, FAILED, PRUNED, RUNNING, PREEMPTED)
 
+# A failed job's failure_kind: "user" (config, reward code: not retried), "infrastructure" (worth a retry
+# elsewhere), or OUT_OF_MEMORY: the accelerator's memory ran out (not retried: the same job on the
+# same share fails again), with the settings that fix it.
+OUT_OF_MEMORY = "out-of-memory"
+OUT_OF_MEMORY_FIX = (
+    "lower skyrl.jax.train_micro_batch_size or skyrl.jax.sample_max_num_sequences, or give each job a GPU "
+    "of its own (resources.jobs_per_gpu=1)"
+)
+
 
 @dataclass
 class JobResult:
@@ -50,7 +59,8 @@ class JobResult:
     backend: str = ""  # the SkyRL backend class that trained (JaxBackend, RayJaxBackend, ...)
     processes: int = 1  # JAX processes (RayJaxBackend: one per bundle)
     error: str | None = None  # the tail of the error, for failed jobs
-    failure_kind: str | None = None  # "user" (config, reward code) | "infrastructure"
+    failure_kind: str | None = None  # "user" | "infrastructure" | OUT_OF_MEMORY (above)
+    gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the job ran with (None: not set)
     retries: int = 0  # times the sweep launched the job again after an infrastructure failure
     retry_reasons: list[str] = field(default_factory=list)  # why, one line per retry
     versions: dict[str, str] = field(default_factory=dict)

@@ -1,6 +1,6 @@
 """`rllm-sweeps status SWEEP_DIR`: where each job of a sweep is now.
 
-Per job: its scheduler id, state, node(s), elapsed time, last metric and restarts, read
+Per job: its scheduler id, state, node(s), GPUs, elapsed time, last metric and restarts, read
 from the sweep directory (result.json, metrics.jsonl, submitit's files) and, for SLURM
 jobs, from `sacct` in one call.
 """
@@ -65,6 +65,7 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
                 "state": sched.get("state") or (result.status if result else "no-result"),
                 "result": result.status if result else "-",
                 "nodes": sched.get("nodes", "local"),
+                "gpus": (result.gpus if result else None) or "-",  # the CUDA_VISIBLE_DEVICES it ran with
                 "elapsed": elapsed,
                 "step": str(last.get("step", "")),
                 "last_metric": metric,
@@ -77,7 +78,7 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    """Per job of a sweep: scheduler id, state, node(s), elapsed, last metric, restarts, retries."""
+    """Per job of a sweep: scheduler id, state, node(s), GPUs, elapsed, last metric, restarts, retries."""
     sweep_dir = Path(args.sweep_dir)
     if not (sweep_dir / PLAN_FILE).exists():
         print(f"error: {sweep_dir} is not a sweep directory (no {PLAN_FILE})", file=sys.stderr)

@@ -275,8 +275,9 @@ SPECIAL_VALUES = {
     "trainer.resume_mode": "disable",
     "skyrl.engine": "megatron",
 }
-# Keys only the jax engine reads (engines.py): their mapping is tested there.
-JAX_ENGINE_KEYS = {"algorithm.use_kl_loss"}
+# Keys only the jax engine reads (engines.py), or whose test value the GPU trainer refuses
+# (config/gpu_trainer_rules.py: top-p < 1 in training): their mapping is tested there.
+JAX_ENGINE_KEYS = {"algorithm.use_kl_loss", "rollout.train.top_p"}
 # Keys whose other values need another config group (the single-turn workflow makes one call).
 GROUP_FOR = {"workflow.max_turns": "workflow=multi_turn"}
 
@@ -289,16 +290,15 @@ def test_overriding_a_common_key_changes_its_native_key(mapping):
     new = SPECIAL_VALUES.get(mapping.common, _another_value(old))
     assert new is not None and new != old, f"no test value for {mapping.common}"
     override = f"{mapping.common}={_hydra_literal(new)}"
-    # Native checks of the GPU trainer apply under its engine; more GPUs than inference
-    # engines cannot colocate, so placement tests turn colocation off.
+    # Native checks of the GPU trainer apply under its engine (colocated: the vLLM engines follow
+    # the GPUs, conf/backend/skyrl.yaml).
     jax = mapping.native.startswith("skyrl.jax.") or mapping.common in JAX_ENGINE_KEYS
     engine = [] if jax or mapping.common == "skyrl.engine" else ["skyrl.engine=fsdp"]
     if mapping.common == "skyrl.engine":
         engine.append("resources.gpus_per_node=1")
+        engine.append("skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false")
     if mapping.common != "resources.gpus_per_node" and engine:
         engine.append("resources.gpus_per_node=1")
-    if mapping.common.startswith("resources."):
-        engine.append("skyrl.train.trainer.placement.colocate_all=false")
     if mapping.common == "algorithm.kl_beta":
         engine = ["algorithm.use_kl_loss=true"]  # a coefficient applies with the KL loss on (jax)
     if mapping.common in GROUP_FOR:

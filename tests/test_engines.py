@@ -163,7 +163,8 @@ def test_a_sweep_file_that_fixes_an_unread_native_key_fails_the_dry_run(tmp_path
 
 
 def test_a_skyrl_user_picks_the_megatron_engine_with_skyrls_own_strategy_key():
-    cfg = load_config(["skyrl.train.trainer.strategy=megatron", "resources.gpus_per_node=1"], notify=quiet)
+    merge = "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false"  # gpu_trainer_rules.py
+    cfg = load_config(["skyrl.train.trainer.strategy=megatron", "resources.gpus_per_node=1", merge], notify=quiet)
     assert cfg.skyrl.engine == "megatron"
     # SkyRL's old name for fsdp means the fsdp engine (validate_cfg: "renamed to 'fsdp'").
     cfg = load_config(["skyrl.engine=fsdp", "skyrl.train.trainer.strategy=fsdp2", "resources.gpus_per_node=1"])

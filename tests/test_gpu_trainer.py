@@ -1,8 +1,8 @@
-"""SkyRL's GPU trainer (skyrl.engine=fsdp) trains through the same loop: two steps, end to end.
+"""SkyRL's GPU trainer (skyrl.engine=fsdp) end to end: two steps of the default loop on FSDP + vLLM.
 
-Runs where CUDA, vLLM and flash-attn import (a GPU cluster with `pip install -e '.[fsdp]'`);
-skipped elsewhere. Not yet run by this project: no machine it has used had vLLM (see
-docs/BENCHMARKS.md).
+The proof for a machine with CUDA, vLLM and flash-attn (`pip install -e '.[fsdp]'`, then
+`make test-gpu`); skipped elsewhere. It has never run: no machine this project has used had vLLM
+(docs/BENCHMARKS.md). What runs on CPU of the same path is in tests/test_gpu_trainer_on_cpu.py.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ from rllm_sweeps.results import JobResult, read_metrics
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _vllm_installed() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
 def _gpu_trainer_available() -> bool:
     if any(importlib.util.find_spec(m) is None for m in ("vllm", "flash_attn")):
         return False
@@ -27,12 +31,24 @@ def _gpu_trainer_available() -> bool:
     return torch.cuda.is_available()
 
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not _gpu_trainer_available(), reason="needs CUDA, vllm and flash_attn (pip install '.[fsdp]')"),
-]
+pytestmark = pytest.mark.gpu
+NEEDS_GPU_TRAINER = pytest.mark.skipif(
+    not _gpu_trainer_available(), reason="needs CUDA, vllm and flash_attn (pip install '.[fsdp]')"
+)
 
 
+@pytest.mark.skipif(not _vllm_installed(), reason="needs vllm (pip install '.[fsdp]')")
+def test_the_lora_ranks_validation_accepts_are_vllms():
+    from typing import get_args
+
+    from vllm.config.lora import MaxLoRARanks
+
+    from rllm_sweeps.config.gpu_trainer_rules import VLLM_LORA_RANKS
+
+    assert VLLM_LORA_RANKS == tuple(sorted(get_args(MaxLoRARanks)))
+
+
+@NEEDS_GPU_TRAINER
 def test_two_training_steps_of_the_default_loop_on_skyrls_fsdp_trainer(tmp_path):
     job = tmp_path / "job"
     proc = subprocess.run(
@@ -43,7 +59,8 @@ def test_two_training_steps_of_the_default_loop_on_skyrls_fsdp_trainer(tmp_path)
             "resources.gpus_per_node=1",
             "trainer.total_batches=2",
             "trainer.test_freq=2",
-            "trainer.save_freq=2",
+            "trainer.save_freq=1",
+            "skyrl.train.trainer.max_ckpts_to_keep=1",
             "task.dataset.val_size=8",
             f"hydra.run.dir={job}",
         ],
@@ -59,3 +76,5 @@ def test_two_training_steps_of_the_default_loop_on_skyrls_fsdp_trainer(tmp_path)
     steps = [r for r in read_metrics(job) if r["kind"] == "train"]
     assert [r["step"] for r in steps] == [1, 2]
     assert all(r["tokens_trained"] > 0 for r in steps)
+    assert sorted(p.name for p in (job / "checkpoints").glob("step_*")) == ["step_2"]  # the newest 1 kept
+    assert (job / "skyrl" / "logs").is_dir()  # SkyRL's own files stay in the job's directory

@@ -15,8 +15,11 @@ MERGE_LORA = "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora"
 def test_fsdp_with_fewer_cpus_than_gpus_plus_one_is_refused_naming_the_cpu_setting():
     found = problems(["skyrl.engine=fsdp", "resources.gpus_per_node=2", "resources.cpus_per_task=2"])
     assert list(found) == ["resources.cpus_per_task"]
-    assert "resources.cpus_per_task >= resources.gpus_per_node + 1" in found["resources.cpus_per_task"]
+    assert "set resources.cpus_per_task >= the GPUs per node + 1 (2 GPUs per node)" in found["resources.cpus_per_task"]
     load_config(FSDP, notify=quiet)  # 3 CPUs for 2 GPUs: accepted
+    # left to its default, resources.cpus_per_task follows the GPUs on fsdp/megatron
+    assert load_config(["skyrl.engine=fsdp", "resources.gpus_per_node=4"], notify=quiet).resources.cpus_per_task == 5
+    assert load_config([], notify=quiet).resources.cpus_per_task == 2
     load_config(["resources.gpus_per_node=2", "resources.cpus_per_task=2"], notify=quiet)  # jax: no such rule
 
 
@@ -31,10 +34,16 @@ def test_a_lora_rank_vllm_refuses_is_refused_on_fsdp_with_the_nearest_ranks():
     assert set(VLLM_LORA_RANKS) >= {8, 16, 32, 64}
 
 
-def test_colocate_all_false_is_refused_on_fsdp():
-    key = "skyrl.train.trainer.placement.colocate_all"
-    found = problems([*FSDP, f"{key}=false"])
-    assert key in found and "GPUs of their own" in found[key]
+def test_vllm_engines_not_colocated_get_gpus_of_their_own_and_cpus_beside_them():
+    """rLLM's SkyRL scripts run training and vLLM apart (colocate_all=false): the job asks for both."""
+    from rllm_sweeps.config.gpu_trainer_rules import node_gpus
+
+    apart = ["skyrl.engine=fsdp", "resources.gpus_per_node=1", "skyrl.train.trainer.placement.colocate_all=false"]
+    cfg = load_config([*apart, "generator.inference_engine.tensor_parallel_size=2"], notify=quiet)
+    assert node_gpus(cfg) == 1 + 2 and cfg.resources.cpus_per_task == 4  # policy 1 + one vLLM engine of TP 2
+    assert node_gpus(load_config(FSDP, notify=quiet)) == 2  # colocated: the policy's GPUs are vLLM's too
+    found = problems([*apart, "resources.cpus_per_task=2"])
+    assert "(2 GPUs per node)" in found["resources.cpus_per_task"]
 
 
 def test_megatron_needs_merge_lora_false_to_sample_the_loops_adapter():
@@ -78,3 +87,13 @@ def test_a_new_key_of_skyrls_engine_init_kwargs_reaches_the_tree():
         "logprobs_mode": "processed_logprobs",
         "max_model_len": 4096,
     }
+
+
+def test_a_skyrl_working_path_the_user_sets_is_accepted_with_a_note_that_the_job_keeps_its_own():
+    notes: list[str] = []
+    key = "skyrl.train.trainer.log_path"
+    load_config([*FSDP, f"{key}=/shared/skyrl-logs"], notify=notes.append)
+    assert [n for n in notes if key in n] == [
+        f"note: {key}='/shared/skyrl-logs' is not used: the job keeps SkyRL's own files in JOB_DIR/skyrl/logs "
+        "(on SkyRL's shared defaults two jobs of a node would overwrite each other's)"
+    ]

@@ -170,3 +170,19 @@ def test_a_reward_function_that_raises_is_recorded_as_a_failed_job(tmp_path):
     assert "bug in the user's reward function" in result.error
     rays = json.loads((tmp_path / "job" / "ray.json").read_text())
     assert not [p for p in rays["pids"] if pid_alive(p)]
+
+
+def test_a_job_given_two_devices_trains_data_parallel_over_both(tmp_path):
+    """What a job given two GPUs does (resources.gpus_per_node=2 on SLURM, or two placed by the local
+    launcher): the JAX engine's mesh covers every device it sees. Two host devices stand in for them."""
+    proc = run_job(
+        tmp_path / "job",
+        "trainer.total_batches=1",
+        "trainer.val_before_train=false",
+        "trainer.save_freq=-1",
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        RLLM_SWEEPS_WARM_SERVER="off",
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "JAX trains data-parallel over 2 cpu devices" in proc.stdout
+    assert JobResult.read(tmp_path / "job").steps == 1

@@ -42,7 +42,9 @@ def test_gpu_engine_builds_skyrl_train_backend_whose_config_is_the_composed_tree
     gpus = (
         [] if load_config(overrides, notify=lambda _: None).resources.gpus_per_node else ["resources.gpus_per_node=1"]
     )
-    cfg = load_config([*overrides, f"skyrl.engine={engine}", *gpus], notify=lambda _: None)
+    # Megatron samples the loop's LoRA adapter by name only without merging (config/gpu_trainer_rules.py).
+    merge = ["skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false"] if engine == "megatron" else []
+    cfg = load_config([*overrides, f"skyrl.engine={engine}", *gpus, *merge], notify=lambda _: None)
     # The shipped GPU cluster profile names no model a test machine has: the tiny one stands in.
     model_dir = resolve_model_path("builtin:tiny-qwen3", cache_dir())
     tree = OmegaConf.to_container(cfg.skyrl.train, resolve=True)

@@ -133,6 +133,12 @@ def test_a_job_asking_two_gpus_per_node_gets_two_devices_and_its_ray_head_advert
     assert seen["returncode"] == 0, seen["stderr"]
     assert len(seen["CUDA_VISIBLE_DEVICES"].split(",")) == 2
     assert seen["resources"]["GPU"] == 2
+    # The job records the GPUs it ran with, and `rllm-sweeps status` shows them.
+    from rllm_sweeps.status import status_rows
+
+    (job_dir,) = (tmp_path / "sweep").glob("jobs/*")
+    assert JobResult.read(job_dir).gpus == seen["CUDA_VISIBLE_DEVICES"]
+    assert [row["gpus"] for row in status_rows(tmp_path / "sweep")] == [seen["CUDA_VISIBLE_DEVICES"]]
 
 
 def test_scontrol_requeue_after_a_checkpoint_resumes_with_continuous_metrics_and_one_restart(slurm_env, tmp_path):

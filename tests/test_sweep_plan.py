@@ -202,7 +202,7 @@ def test_planned_hashes_are_what_each_job_composes_to(args):
     for job in plan.jobs:
         cfg = load_config(job.overrides, notify=quiet)
         assert config_hash(cfg) == job.config_hash, job.overrides
-        assert job.resources == OmegaConf.to_container(cfg.resources)
+        assert job.resources == OmegaConf.to_container(cfg.resources, resolve=True)
 
 
 # ---- errors: all at once, each named ----------------------------------------------------------
@@ -310,13 +310,14 @@ def test_cost_estimate_from_each_jobs_resources():
         "skyrl.train.trainer.placement.colocate_all=false",
     ]
     plan = plan_sweep(args)
-    # nodes x minutes: 1x30 + 1x90 + 2x30 + 2x90 = 360 node-minutes; x 4 GPUs per node.
+    # nodes x minutes: 1x30 + 1x90 + 2x30 + 2x90 = 360 node-minutes; x 5 GPUs per node: the policy's 4
+    # and, not colocated, the GPU of SkyRL's one vLLM engine (on 2 nodes, a node's share rounded up).
     assert plan.totals.node_hours == pytest.approx(6.0)
-    assert plan.totals.gpu_hours == pytest.approx(24.0)
+    assert plan.totals.gpu_hours == pytest.approx(30.0)
     partial = plan_sweep(args, limit=1)  # the dry-run path reads resources without composing
     assert not partial.complete and partial.totals.validated == 1
     assert (partial.totals.node_hours, partial.totals.gpu_hours) == (plan.totals.node_hours, plan.totals.gpu_hours)
-    assert "6.0 node-hours, 24.0 GPU-hours" in plan.render()
+    assert "6.0 node-hours, 30.0 GPU-hours" in plan.render()
 
 
 def test_plan_json_has_the_spec_totals_and_every_job(tmp_path):

@@ -79,19 +79,26 @@ def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path):
     assert elapsed < 30  # process start included; the planning itself is timed in test_sweep_plan
 
 
-def test_a_failing_job_is_recorded_the_others_complete_and_the_exit_code_is_nonzero(tmp_path):
+def test_failing_jobs_are_recorded_out_of_memory_as_such_with_its_fix_the_others_complete_exit_nonzero(tmp_path):
+    from rllm_sweeps.results import OUT_OF_MEMORY, OUT_OF_MEMORY_FIX
+
+    rewards = "rllm_sweeps.tasks.toy:letters_reward,tests.probes.failing_reward:broken_reward"
     proc = run_sweep(
         tmp_path,
-        "task.reward=rllm_sweeps.tasks.toy:letters_reward,tests.probes.failing_reward:broken_reward",
-        "hydra.sweeper.parallel=2",
+        f"task.reward={rewards},tests.probes.failing_reward:out_of_memory_reward",
+        "hydra.sweeper.parallel=3",
         timeout=900,
     )
     assert proc.returncode != 0
     statuses = sorted(r.status for r in job_results(tmp_path).values())
-    assert statuses == ["completed", "failed"]
-    failed = next(r for r in job_results(tmp_path).values() if r.status == "failed")
-    assert "bug in the user's reward function" in failed.error
-    assert (tmp_path / "report" / "jobs.csv").exists()
+    assert statuses == ["completed", "failed", "failed"]
+    failed = {r.failure_kind: r for r in job_results(tmp_path).values() if r.status == "failed"}
+    assert "bug in the user's reward function" in failed["user"].error
+    # XLA's RESOURCE_EXHAUSTED (here an allocation past the host's memory; on a GPU, its memory share)
+    oom = failed[OUT_OF_MEMORY]
+    assert "RESOURCE_EXHAUSTED" in oom.error and oom.error.splitlines()[-1].endswith(OUT_OF_MEMORY_FIX)
+    assert f"note: 1 of the failed jobs ran out of accelerator memory: {OUT_OF_MEMORY_FIX}" in proc.stdout
+    assert OUT_OF_MEMORY in (tmp_path / "report" / "jobs.csv").read_text()
 
 
 def test_resume_after_sigkill_reruns_nothing_that_completed(tmp_path):

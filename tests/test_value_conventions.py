@@ -126,7 +126,7 @@ def test_skyrls_scheduler_names_are_the_loops_schedules():
             ],
             8,
         ),
-        (["skyrl.engine=fsdp", "resources.gpus_per_node=8", "resources.cpus_per_task=9"], 4),
+        (["skyrl.engine=fsdp", "resources.gpus_per_node=8"], 4),
     ],
 )
 def test_the_default_mini_batch_fits_a_batch_the_user_chose(overrides, mini):
@@ -142,7 +142,7 @@ def test_a_mini_batch_the_user_chose_is_still_checked():
 
 
 def test_fsdp_on_eight_gpus_colocates_as_many_engines():
-    cfg = load_config(["skyrl.engine=fsdp", "resources.gpus_per_node=8", "resources.cpus_per_task=9"], notify=quiet)
+    cfg = load_config(["skyrl.engine=fsdp", "resources.gpus_per_node=8"], notify=quiet)
     assert cfg.skyrl.train.generator.inference_engine.num_engines == 8
 
 

@@ -8,14 +8,15 @@ servers start, minutes into a job on GPUs (read in SkyRL 0.4.0's ``skyrl/backend
   placement group never becomes ready and SkyRL raises after ``SKYRL_RAY_PG_TIMEOUT_IN_S`` (180 s).
 - LoRA ranks: the rank becomes vLLM's ``max_lora_rank`` (``build_vllm_cli_args``), which accepts only
   vLLM's ``MaxLoRARanks``.
-- ``placement.colocate_all=false`` puts the vLLM engines on GPUs of their own beside the policy's, which
-  the job never asks for (the policy's GPU count is ``resources.gpus_per_node``): refused.
+- ``placement.colocate_all=false`` puts the vLLM engines on GPUs of their own beside the policy's
+  (``resources.gpus_per_node`` is the policy's): the job asks for both (:func:`node_gpus`: its SLURM
+  request and its Ray head's ``--num-gpus``), and the CPU rule counts both.
 - Megatron's ``merge_lora=true`` starts vLLM without LoRA (``_uses_lora_weight_sync``), while SkyRL's
   ``sample`` names the policy's adapter in every request once a LoRA policy exists
   (``_sample_with_remote_client_async``): vLLM would answer that no such model exists.
 - Log-probabilities: the loop trains with the sampler's log-probabilities as the old policy's, and
-  SkyRL's trainer computes the new ones at ``trainer.algorithm.temperature`` (= the sampling temperature,
-  keymap.py) over the whole vocabulary. vLLM returns the raw logits' log-probabilities unless
+  SkyRL's trainer computes the new ones at its algorithm's temperature (the sampling temperature's
+  twin in keymap.py) over the whole vocabulary. vLLM returns the raw logits' log-probabilities unless
   ``logprobs_mode=processed_logprobs`` (conf/backend/skyrl.yaml sets it through SkyRL's
   ``engine_init_kwargs``), and processed ones are renormalized over what top-p / top-k keep, which the
   trainer's are not: both would bias the PPO ratio from the first step.
@@ -23,6 +24,8 @@ servers start, minutes into a job on GPUs (read in SkyRL 0.4.0's ``skyrl/backend
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rllm_sweeps.config.cross_rule import CrossRule
@@ -38,6 +41,10 @@ PROCESSED_LOGPROBS = "processed_logprobs"
 
 _T = "skyrl.train."
 COLOCATE_ALL = _T + "trainer.placement.colocate_all"
+_ENGINE = _T + "generator.inference_engine."
+ENGINE_SIZE = tuple(
+    _ENGINE + k for k in ("num_engines", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+)
 MERGE_LORA = _T + "trainer.policy.megatron_config.lora_config.merge_lora"
 LOGPROBS_MODE = _T + "generator.inference_engine.engine_init_kwargs.logprobs_mode"
 TRAIN_TOP_K = _T + "generator.sampling_params.top_k"
@@ -56,12 +63,43 @@ def _on_gpu_trainer(engine: Any) -> bool:
     return engine in GPU_TRAINER
 
 
+def _node_gpus(gpus: int, nodes: int, engine: Any, colocate: Any, *engine_size: int) -> int:
+    if not _on_gpu_trainer(engine) or colocate is not False:
+        return gpus
+    inference = math.prod(engine_size)  # SkyRL's vLLM engines x their tensor/pipeline/data parallel size
+    return gpus + -(-inference // max(1, nodes))  # spread over the job's nodes
+
+
+# What node_gpus reads, in its argument order (config/native.py's resolver lists them too).
+NODE_GPUS_KEYS = ("resources.gpus_per_node", "resources.nodes", "skyrl.engine", COLOCATE_ALL, *ENGINE_SIZE)
+
+
+def node_gpus(tree: Mapping[str, Any]) -> int:
+    """GPUs a job asks for on each node: the policy's (``resources.gpus_per_node``), plus, when SkyRL's
+    GPU trainer does not colocate, its vLLM engines' share of the node. ``tree``: the plain config or
+    its DictConfig root."""
+
+    def read(key: str) -> Any:
+        node: Any = tree
+        for part in key.split("."):
+            node = node[part]
+        return node
+
+    return node_gpus_of(read)
+
+
+def node_gpus_of(read: Callable[[str], Any]) -> int:
+    """node_gpus over a reader of dotted keys (KeyError: a key it cannot read)."""
+    return _node_gpus(*(read(k) for k in NODE_GPUS_KEYS))
+
+
 GPU_TRAINER_RULES: tuple[CrossRule, ...] = (
     CrossRule(
-        ("resources.cpus_per_task", "resources.gpus_per_node", "skyrl.engine"),
-        lambda cpus, gpus, engine: not _on_gpu_trainer(engine) or cpus >= gpus + 1,
-        "skyrl.engine=fsdp/megatron: SkyRL's placement group takes one Ray CPU beside each GPU, and the "
-        "driver one more; set resources.cpus_per_task >= resources.gpus_per_node + 1",
+        ("resources.cpus_per_task", *NODE_GPUS_KEYS),
+        lambda cpus, *gpus: not _on_gpu_trainer(gpus[2]) or cpus >= _node_gpus(*gpus) + 1,
+        "skyrl.engine=fsdp/megatron: SkyRL's placement groups take one Ray CPU beside each GPU, and the "
+        "driver one more; set resources.cpus_per_task >= the GPUs per node + 1",
+        explain=lambda _cpus, *gpus: f" ({_node_gpus(*gpus)} GPUs per node)",
     ),
     CrossRule(
         ("model.lora.rank", "skyrl.engine"),
@@ -73,11 +111,10 @@ GPU_TRAINER_RULES: tuple[CrossRule, ...] = (
         ),
     ),
     CrossRule(
-        (COLOCATE_ALL, "skyrl.engine"),
-        lambda colocate, engine: not _on_gpu_trainer(engine) or colocate is True,
-        f"{COLOCATE_ALL}=false puts SkyRL's vLLM engines on GPUs of their own beside the policy's "
-        "resources.gpus_per_node, which the job does not ask for; keep it true (training and sampling "
-        "share the job's GPUs)",
+        ("resources.jobs_per_gpu", "skyrl.engine"),
+        lambda share, engine: not _on_gpu_trainer(engine) or share == 1,
+        "resources.jobs_per_gpu > 1 shares a GPU by capping each job's JAX memory; SkyRL's GPU trainer "
+        "(skyrl.engine=fsdp/megatron) has no such cap for its FSDP/Megatron workers: keep resources.jobs_per_gpu=1",
     ),
     CrossRule(
         (MERGE_LORA, "skyrl.engine"),
@@ -101,4 +138,12 @@ GPU_TRAINER_RULES: tuple[CrossRule, ...] = (
 )
 
 
-__all__ = ["GPU_TRAINER_RULES", "PROCESSED_LOGPROBS", "VLLM_LORA_RANKS", "nearest_lora_ranks"]
+__all__ = [
+    "GPU_TRAINER_RULES",
+    "NODE_GPUS_KEYS",
+    "PROCESSED_LOGPROBS",
+    "VLLM_LORA_RANKS",
+    "nearest_lora_ranks",
+    "node_gpus",
+    "node_gpus_of",
+]

@@ -16,6 +16,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from rllm_sweeps.config.gpu_trainer_rules import NODE_GPUS_KEYS, node_gpus
 from rllm_sweeps.keymap import KEY_MAPPINGS
 
 NATIVE_ROOT = "skyrl"
@@ -77,6 +78,7 @@ def planted_tree() -> DictConfig:
 
 
 COLOCATED_ENGINES = "rllm_colocated_engines"
+CPUS_PER_TASK = "rllm_cpus_per_task"
 MINI_BATCH = "rllm_mini_batch"
 KL_BETA = "rllm_kl_beta"
 _ENGINE = "skyrl.train.generator.inference_engine."
@@ -92,6 +94,7 @@ RESOLVER_READS: dict[str, tuple[str, ...]] = {
         _ENGINE + "pipeline_parallel_size",
         _ENGINE + "data_parallel_size",
     ),
+    CPUS_PER_TASK: NODE_GPUS_KEYS,
     KL_BETA: ("algorithm.use_kl_loss",),
     MINI_BATCH: (
         "data.train_batch_size",
@@ -144,6 +147,15 @@ def _mini_batch(preferred: int, *, _root_: DictConfig) -> int:
     return batch
 
 
+def _cpus_per_task(preferred: int, *, _root_: DictConfig) -> int:
+    """resources.cpus_per_task when the user leaves it: ``preferred``, and on SkyRL's GPU trainer at
+    least one CPU per GPU of the node plus one (its placement groups take a Ray CPU beside each GPU:
+    config/gpu_trainer_rules.py, which refuses fewer when the user sets them)."""
+    if _root_.skyrl.engine == "jax":
+        return int(preferred)
+    return max(int(preferred), node_gpus(_root_) + 1)
+
+
 def _kl_beta(*, _root_: DictConfig) -> float:
     """algorithm.kl_beta when the user leaves it: rLLM's 0.0 (no KL), SkyRL's 0.001 once the
     KL loss is turned on (algorithm.use_kl_loss, or SkyRL's own name for it)."""
@@ -171,6 +183,8 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver(KL_BETA, _kl_beta)
     if not OmegaConf.has_resolver(MINI_BATCH):
         OmegaConf.register_new_resolver(MINI_BATCH, _mini_batch)
+    if not OmegaConf.has_resolver(CPUS_PER_TASK):
+        OmegaConf.register_new_resolver(CPUS_PER_TASK, _cpus_per_task)
 
 
 @dataclass(frozen=True)

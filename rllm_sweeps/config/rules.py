@@ -201,6 +201,7 @@ RULES: dict[str, Check] = {
     "resources.nodes": integer(ge=1),
     "resources.gpus_per_node": integer(ge=0),
     "resources.cpus_per_task": integer(ge=1),
+    "resources.jobs_per_gpu": integer(ge=1),
     "resources.mem_gb": number(gt=0),
     "resources.time_min": integer(ge=1),
     "skyrl.engine": one_of(*ENGINES),

@@ -27,6 +27,17 @@ SLURM_DIR = "slurm"
 ATTEMPTS_FILE = "attempts.jsonl"
 GENERATION_FILE = "generation"
 
+# SkyRL's working paths (relative to skyrl.train) -> their directory under JobPaths.skyrl: the job's own,
+# whatever the tree says (SkyRL's defaults are machine-wide: training/skyrl_train.py).
+JOB_OWNED_PATHS: dict[str, str] = {
+    "trainer.policy.model.lora.lora_sync_path": "lora_sync",
+    "trainer.ref.model.lora.lora_sync_path": "lora_sync",
+    "trainer.critic.model.lora.lora_sync_path": "lora_sync",
+    "trainer.log_path": "logs",
+    "trainer.export_path": "exports",
+    "trainer.ckpt_path": "ckpts",
+}
+
 
 @dataclass(frozen=True)
 class JobPaths:

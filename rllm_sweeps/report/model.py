@@ -25,6 +25,8 @@ from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
 from rllm_sweeps.results import (
     COMPLETED,
     FAILED,
+    OUT_OF_MEMORY,
+    OUT_OF_MEMORY_FIX,
     PREEMPTED,
     PRUNED,
     RUNNING,
@@ -167,6 +169,9 @@ def build_report(sweep_dir: Path | str) -> Report:
         which = "directory holds" if len(unplanned) == 1 else "directories hold"
         names = ", ".join(d.name for d in unplanned[:3]) + (" ..." if len(unplanned) > 3 else "")
         notes.append(f"{len(unplanned)} job {which} a config the plan does not have (left out): {names}")
+    out_of_memory = sum(j.failure_kind == OUT_OF_MEMORY for j in jobs)
+    if out_of_memory:
+        notes.append(f"{out_of_memory} of the failed jobs ran out of accelerator memory: {OUT_OF_MEMORY_FIX}")
     manifest = sd.manifest
     command = manifest.get("command")
     return Report(

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.config.composed_base import Base
+from rllm_sweeps.config.gpu_trainer_rules import node_gpus
 from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.job_composer import JobComposer, JobConfig
 from rllm_sweeps.config.native import quiet_skyrl
@@ -337,7 +338,7 @@ class Planner:
         started = time.perf_counter() if started is None else started
         reported = time.perf_counter()
         self.points_taken = 0
-        shaped: Any = object()  # the last job's resources (its config's dict), and their cost
+        shaped: tuple[Any, Any] = (object(), None)  # the last job's resources dict and GPUs per node, and their cost
         hours = (0.0, 0.0)
         self.job_hours = (0.0, 0.0)
         for point_index, point in enumerate(points, start=first_point):
@@ -375,8 +376,10 @@ class Planner:
                     if self.first_duplicate is None:
                         self.first_duplicate = (index, next(j.index for j in jobs if j.config_hash == job.config_hash))
                 seen.add(job.config_hash)
-                source = config.plain.get("resources")
-                if source is not shaped:  # the jobs of a base share its resources dict: keyed, costed once
+                # The jobs of a base share its resources dict: keyed, costed once (their GPUs per node may
+                # differ still: SkyRL's vLLM engines' share, gpu_trainer_rules.node_gpus).
+                source = (config.plain.get("resources"), job.resources.get("gpus_per_node"))
+                if source[0] is not shaped[0] or source[1] != shaped[1]:
                     self.resource_shapes.setdefault(json.dumps(job.resources, sort_keys=True), job.resources)
                     shaped, hours = source, resource_hours([job.resources])
                 self.job_hours = (self.job_hours[0] + hours[0], self.job_hours[1] + hours[1])
@@ -412,6 +415,8 @@ class Planner:
             except KeyError:
                 seed = None
         resources = plain.get("resources")
+        if isinstance(resources, dict):  # what the job asks of a node: the GPUs of SkyRL's vLLM engines too
+            resources = {**resources, "gpus_per_node": node_gpus(plain)}
         return PlannedJob(
             index=index,
             overrides=overrides,

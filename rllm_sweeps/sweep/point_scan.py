@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.config.composed_base import Base
+from rllm_sweeps.config.gpu_trainer_rules import NODE_GPUS_KEYS, node_gpus_of
 from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.job_composer import JobComposer, Setting
 from rllm_sweeps.config.plain_tree import plain_get, related, value_is_plain
@@ -25,7 +26,8 @@ from rllm_sweeps.sweep.space import Point, SearchSpace
 from rllm_sweeps.sweep.spec import SweepSpec
 from rllm_sweeps.sweep.values import format_value
 
-RESOURCE_KEYS = ("resources.nodes", "resources.gpus_per_node", "resources.time_min")
+# What a job's cost reads: its nodes and time, and what its GPUs per node follow (gpu_trainer_rules).
+RESOURCE_KEYS = ("resources.nodes", "resources.time_min", *NODE_GPUS_KEYS)
 OPTUNA_PROBES = 3  # sampled points a run of an Optuna sweep validates before its first trial
 _MAX_CONSTRAINT_ERRORS = 20
 
@@ -151,11 +153,15 @@ class PointScanner:
         if read is None:
             return 0.0, 0.0
         resources = {}
-        for key in RESOURCE_KEYS:
+        for key in ("resources.nodes", "resources.time_min"):
             try:
                 resources[key.split(".", 1)[1]] = read(key)
             except KeyError:
                 pass
+        try:
+            resources["gpus_per_node"] = node_gpus_of(read)
+        except KeyError:
+            pass
         return resource_hours([resources])
 
     def constant_cost(self) -> tuple[float, float] | None:

@@ -69,17 +69,18 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         raise SystemExit(EXIT_INTERRUPTED) from None
     parallel = options.parallel if options.parallel is not None else plan.spec.parallel  # the spec checks its own
     sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
-    if options.dry_run:
-        print(f"validated the {plan.totals.validated} jobs shown: no problem found")
-        print(f"plan: {plan.write(sweep_dir)} (dry run: nothing launched)")
-        return
     launcher = make_launcher(hydra_cfg)
-    # Everything the scheduler would refuse, for every job shape, before any job is queued.
+    # Everything the scheduler would refuse (SLURM; the local machine's GPUs), for every job shape,
+    # before any job is queued: in a dry run too.
     problems = launcher.preflight(plan.resource_shapes)
     if problems:
         print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
         print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         raise SystemExit(2)
+    if options.dry_run:
+        print(f"validated the {plan.totals.validated} jobs shown: no problem found")
+        print(f"plan: {plan.write(sweep_dir)} (dry run: nothing launched)")
+        return
     manifest = {"command": sys.argv, "sweep_id": sweep_id(plan), "created_at": time.time(), "launcher": launcher.name}
     source = make_source(plan, sweep_dir)
     if (study := source.study_info()) is not None:

@@ -98,7 +98,7 @@ class RLTrainer:
         hooks: per-step / validation / checkpoint callbacks.
         checkpoint_dir: if set, checkpoints go to ``checkpoint_dir/step_<k>`` every
             ``trainer.save_freq`` steps and after the last step; ``latest`` names
-            the newest complete one.
+            the newest complete one, and only the newest ``max_ckpts_to_keep`` stay.
         engine: what the backend's engine does itself (``rllm_sweeps.engines.traits``;
             default: SkyRL's JAX backend).
         workflow: what one episode is (``rllm_sweeps.workflows``; default: the single-turn

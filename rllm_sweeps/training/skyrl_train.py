@@ -20,9 +20,11 @@ SkyRL's defaults are machine-wide (``/tmp/skyrl_lora_sync``, ``/tmp/skyrl-logs``
 the filesystem every node of the job sees (runtime/job_ray.py), as SkyRL asks of these paths on
 several nodes.
 
-Constructing the backend needs no GPU (it loads the tokenizer); Ray, the workers and the
-vLLM servers start at ``create_model`` / the first sampling, on the job's Ray cluster
-(SkyRL's ``initialize_ray`` joins ``RAY_ADDRESS``).
+Constructing the backend needs no GPU (it loads the tokenizer); Ray and the workers start at
+``create_model``, the vLLM servers at the first ``save_sampler_checkpoint`` (the loop's setup
+publishes the new policy right after creating it), on the job's Ray cluster (SkyRL's
+``initialize_ray`` joins ``RAY_ADDRESS``). This path has never run on a GPU here (no vLLM): what
+runs on CPU is in tests/test_gpu_trainer_on_cpu.py and tests/test_skyrl_train_backend.py.
 """
 
 from __future__ import annotations
@@ -33,19 +35,9 @@ from typing import Any
 
 from rllm_sweeps.config.native import leaves, skyrl_train_defaults
 from rllm_sweeps.keymap import KEY_MAPPINGS
-from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.layout import JOB_OWNED_PATHS, JobPaths
 
 TRAIN_ROOT = "skyrl.train."
-
-# SkyRL's paths (relative to skyrl.train) -> their directory under the job's JobPaths.skyrl.
-JOB_OWNED_PATHS: dict[str, str] = {
-    "trainer.policy.model.lora.lora_sync_path": "lora_sync",
-    "trainer.ref.model.lora.lora_sync_path": "lora_sync",
-    "trainer.critic.model.lora.lora_sync_path": "lora_sync",
-    "trainer.log_path": "logs",
-    "trainer.export_path": "exports",
-    "trainer.ckpt_path": "ckpts",
-}
 
 
 def job_owned_paths(job_dir: str | os.PathLike) -> dict[str, str]:
