@@ -107,16 +107,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--skip-oom", action="store_true")
+    parser.add_argument(
+        "--micro-batch",
+        type=int,
+        default=None,
+        help="micro batch of every run (default: the shared run's 16 only)",
+    )
     parser.add_argument("--out", type=Path, default=Path("/tmp/gpu_placement"))
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
+    from rllm_sweeps.cachedir import cache_dir
+    from rllm_sweeps.models import resolve_model_path
+
+    start = time.monotonic()
+    resolve_model_path("builtin:qwen3-0.5b-random", cache_dir())  # built once, before the timed sweeps
+    print(f"model ready in {time.monotonic() - start:.1f} s", flush=True)
+    micro = [f"skyrl.jax.train_micro_batch_size={args.micro_batch}"] if args.micro_batch else []
+    shared_micro = micro or ["skyrl.jax.train_micro_batch_size=16"]
     runs = [
-        ("one at a time (default)", [], args.steps),
-        (
-            "two sharing one GPU, micro batch 16",
-            ["resources.jobs_per_gpu=2", "skyrl.jax.train_micro_batch_size=16"],
-            args.steps,
-        ),
+        ("one at a time (default)", micro, args.steps),
+        ("two sharing one GPU", ["resources.jobs_per_gpu=2", *shared_micro], args.steps),
     ]
     if not args.skip_oom:
         runs.append(("two sharing one GPU, default micro batch", ["resources.jobs_per_gpu=2"], 2))

@@ -66,7 +66,8 @@ class LocalLauncher(Launcher):
 
     def submit(self, request: LaunchRequest) -> LocalHandle:
         handle = LocalHandle(request)
-        self._start_when_placed(handle)
+        if not self._start_when_placed(handle):
+            print(f"[sweep] job {request.index} waits for a GPU (all {len(self.gpus.devices)} in use)", flush=True)
         return handle
 
     def _start_when_placed(self, handle: LocalHandle) -> bool:
