@@ -25,12 +25,14 @@ import pytest
 
 pytest.importorskip("ray")
 
+from rllm_sweeps.runtime.auth import AUTH_VARS  # noqa: E402
 from rllm_sweeps.runtime.errors import RayClusterError  # noqa: E402
 from rllm_sweeps.runtime.gcs import tcp_reachable, wait_for_nodes  # noqa: E402
 from rllm_sweeps.runtime.job_ray import RAY_FILE, job_ray_cluster, worker_file  # noqa: E402
 from rllm_sweeps.runtime.nodes import start_head_node  # noqa: E402
 from rllm_sweeps.runtime.ports import RayPorts, allocate_ports  # noqa: E402
 from rllm_sweeps.runtime.processes import cluster_processes, pid_alive  # noqa: E402
+from rllm_sweeps.runtime.ray_env import this_process_env  # noqa: E402
 from rllm_sweeps.runtime.slurm_env import slurm_node_resources  # noqa: E402
 from rllm_sweeps.runtime.spec import MAX_TEMP_DIR_LEN, RayClusterSpec  # noqa: E402
 
@@ -71,7 +73,7 @@ HOLDER = textwrap.dedent(
         with job_ray_cluster(job_dir, num_cpus=cpus, num_gpus=0, nodes=nodes) as ray:
             print(json.dumps({"address": ray.address, "RAY_ADDRESS": os.environ["RAY_ADDRESS"],
                               "nodes": [dataclasses.asdict(n) for n in ray.nodes],
-                              "pids": ray.record["pids"]}), flush=True)
+                              "pids": ray.record["pids"], "connect_env": ray.record["connect_env"]}), flush=True)
             sys.stdin.read()
     """
 )
@@ -241,7 +243,7 @@ def test_two_job_clusters_at_once_get_distinct_addresses(tmp_path) -> None:
         infos = {name: _read_holder(p) for name, p in holders.items()}  # both up at once
         for name, info in infos.items():
             assert info["RAY_ADDRESS"] == info["address"]
-            got = _child_ray_init(_env(RAY_ADDRESS=info["RAY_ADDRESS"]))
+            got = _child_ray_init(_env(RAY_ADDRESS=info["RAY_ADDRESS"], **info["connect_env"]))
             assert got["gcs"] == info["address"]
             assert got["cpus"] == float(cpus[name])
             assert got["probe"] == "ok"
@@ -342,7 +344,11 @@ def test_head_and_worker_join_two_nodes(tmp_path: Path) -> None:
         assert not _temp_dir(w_node).exists()
         # ... stops its node and nothing else: the head still runs and answers
         assert pid_alive(info["sid"], info["procs"][info["sid"]]) and tcp_reachable(address)
-        assert len(wait_for_nodes(address, 1, timeout=10, where=lambda n: n.is_head)) == 1
+        # (this process asks the head's GCS as a client: only with the job's token, which it may read)
+        with pytest.raises(RayClusterError, match="InvalidAuthToken"):
+            wait_for_nodes(address, 1, timeout=2)
+        with this_process_env(info["connect_env"], drop=AUTH_VARS):
+            assert len(wait_for_nodes(address, 1, timeout=10, where=lambda n: n.is_head)) == 1
 
         head.send_signal(signal.SIGTERM)  # ... then rank 0's
         assert head.wait(timeout=60) == 128 + signal.SIGTERM
