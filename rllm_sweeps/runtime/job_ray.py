@@ -33,8 +33,9 @@ records, teardown checks and ``status`` read the same file either way.
 node of each RayJaxBackend process), ``pids`` (every process of the head node seen, rewritten
 after teardown), ``auth`` (``"token"``: Ray's token authentication; the token is in
 ``ray-auth-token``), ``connect_env`` (what a client of the cluster sets besides ``RAY_ADDRESS``:
-the token file's path, and Ray's single-machine mode for a one-node cluster), ``ports`` (the head's port block), ``listening`` (every TCP socket the head
-node's processes were seen listening on: address, port, process), ``ended`` (the attempt is over).
+the token file's path, and Ray's single-machine mode for a one-node cluster), ``ports`` (the
+head's port block), ``listening`` (every TCP socket the head node's processes were seen
+listening on: address, port, process), ``ended`` (the attempt is over).
 ``ray-worker-K.json`` (rank K): ``head``, ``node_ip``, ``pids``, ``ports``, ``listening`` (likewise).
 """
 
