@@ -51,7 +51,7 @@ def assert_listens_in_its_block(record: dict, loopback: bool) -> None:
     ports = record["ports"]
     low, high = ports["gcs"], ports["max_worker"]
     rays = [s for s in record["listening"] if s["process"] != JAX_PROCESS]
-    assert {"gcs_server", "raylet"} <= {s["process"] for s in rays}, record["listening"]
+    assert "raylet" in {s["process"] for s in rays}, record["listening"]  # (the GCS: on the head only)
     assert [s for s in rays if not low <= s["port"] <= high] == [], (ports, rays)
     assert ports["dashboard"] not in {s["port"] for s in rays}  # the dashboard is off
     if loopback:
