@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from rllm_sweeps.local_slurm import SUBNET, LocalSlurm, missing_binaries, pid_alive
+from rllm_sweeps.local_slurm.settings import DEFAULT_PORT_BASE
 
 __all__ = [
     "SUBNET",
@@ -46,6 +47,8 @@ REQUIRE_ENV = "RLLM_SWEEPS_REQUIRE_SLURM"
 BASE_ENV = "RLLM_SWEEPS_SLURM_BASE"  # also what conf/cluster/local.yaml reads for the jobs' SLURM_CONF
 SLURM_BASE = Path(os.environ.get(BASE_ENV, "/tmp/rllm-slurm"))
 SLURM_NETNS_BASE = Path(os.environ.get("RLLM_SWEEPS_SLURM_NETNS_BASE", "/tmp/rllm-slurm-ns"))
+# The 1-node clusters' first TCP port: another value lets two checkouts' suites run side by side.
+PORT_BASE = int(os.environ.get("RLLM_SWEEPS_SLURM_PORT_BASE", DEFAULT_PORT_BASE))
 
 
 def slurm_unavailable_reason(netns: bool = False) -> str | None:
@@ -110,11 +113,11 @@ def worker_cluster() -> LocalSlurm:
     a developer's RLLM_SWEEPS_SLURM_BASE is used by every worker as it is."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if BASE_ENV in os.environ or not worker.startswith("gw"):
-        return LocalSlurm(SLURM_BASE, nodes=1)
+        return LocalSlurm(SLURM_BASE, nodes=1, port_base=PORT_BASE)
     index = int(worker[2:])
-    # 600 ports apart from the default 16800 (a cluster uses port_base + 0..~40); 17800, the
+    # 600 ports apart from PORT_BASE, default 16800 (a cluster uses port_base + 0..~40); 17800, the
     # down/up test's own cluster, falls between two blocks.
-    return LocalSlurm(Path(f"{SLURM_BASE}-{worker}"), nodes=1, port_base=16800 + 600 * index)
+    return LocalSlurm(Path(f"{SLURM_BASE}-{worker}"), nodes=1, port_base=PORT_BASE + 600 * index)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
+from ray_auth_checks import (
+    assert_listens_in_its_block,
+    assert_strangers_refused,
+    assert_token_only_in_its_file,
+    job_token,
+)
 
+from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.results import VALIDATION_METRICS, JobResult, read_metrics
 from rllm_sweeps.runtime.processes import pid_alive
 
@@ -122,16 +129,19 @@ def test_two_concurrent_use_ray_jobs_one_of_two_processes_get_their_own_ray_clus
     tmp_path,
 ):
     # Job b also proves that skyrl.jax.use_ray trains through RayJaxBackend with two JAX processes.
+    # While they train, each job's probe tries its cluster as strangers would: without a token,
+    # with the other job's token, and with its own (tests/probes/ray_probe.py).
     jobs = {}
-    for name, cpus, processes in (("a", 1, 1), ("b", 2, 2)):
+    for name, other, cpus, processes in (("a", "b", 1, 1), ("b", "a", 2, 2)):
         jobs[name] = start_job(
             tmp_path / name,
             "trainer.total_batches=2",
             "skyrl.jax.use_ray=true",  # RayJaxBackend: the backend that runs on the job's Ray cluster
             f"skyrl.jax.num_processes={processes}",
-            "task.reward=tests.probes.ray_probe:probe_reward",
+            "task.reward=tests.probes.ray_probe:auth_probe_reward",
             f"resources.cpus_per_task={cpus}",
             RAY_PROBE_OUT=str(tmp_path / f"probe-{name}.json"),
+            RAY_PROBE_OTHER_TOKEN=str(JobPaths(tmp_path / other).ray_auth_token),
         )
     for proc in jobs.values():
         out, _ = proc.communicate(timeout=400)
@@ -147,9 +157,18 @@ def test_two_concurrent_use_ray_jobs_one_of_two_processes_get_their_own_ray_clus
         # While the job trained, RAY_ADDRESS named its own cluster, and a plain ray.init() reached it.
         assert probe["RAY_ADDRESS"] == rays[name]["address"] == probe["gcs_address"]
         assert probe["resources"]["CPU"] == cpus and probe["nodes"] == 1
+        # Only the job's token let a client in; the other job's did not; the token was on no command line.
+        assert rays[name]["auth"] == "token"
+        assert_strangers_refused(probe)
+        # The token is in its 0600 file only: not in ray.json, result.json, the logs or anything else.
+        assert_token_only_in_its_file(tmp_path / name, tmp_path, job_token(tmp_path / name))
+        # One node: every socket its processes opened is on loopback, in its port block.
+        assert rays[name]["address"].startswith("127.0.0.1:")
+        assert_listens_in_its_block(rays[name], loopback=True)
         # After the job, none of its Ray processes remain.
         assert rays[name]["pids"] and not [p for p in rays[name]["pids"] if pid_alive(p)]
     assert probes["a"]["RAY_ADDRESS"] != probes["b"]["RAY_ADDRESS"]
+    assert job_token(tmp_path / "a") != job_token(tmp_path / "b")
 
 
 def test_gpu_trainer_engine_on_a_cpu_machine_fails_before_ray_with_a_clear_message(tmp_path):

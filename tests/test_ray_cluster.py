@@ -25,12 +25,17 @@ import pytest
 
 pytest.importorskip("ray")
 
+from ray_auth_checks import assert_listens_in_its_block, assert_token_only_in_its_file, job_token  # noqa: E402
+
+from rllm_sweeps.records.layout import JobPaths  # noqa: E402
+from rllm_sweeps.runtime.auth import AUTH_VARS, RayAuth  # noqa: E402
 from rllm_sweeps.runtime.errors import RayClusterError  # noqa: E402
 from rllm_sweeps.runtime.gcs import tcp_reachable, wait_for_nodes  # noqa: E402
 from rllm_sweeps.runtime.job_ray import RAY_FILE, job_ray_cluster, worker_file  # noqa: E402
-from rllm_sweeps.runtime.nodes import start_head_node  # noqa: E402
+from rllm_sweeps.runtime.nodes import client_env, start_head_node  # noqa: E402
 from rllm_sweeps.runtime.ports import RayPorts, allocate_ports  # noqa: E402
 from rllm_sweeps.runtime.processes import cluster_processes, pid_alive  # noqa: E402
+from rllm_sweeps.runtime.ray_env import this_process_env  # noqa: E402
 from rllm_sweeps.runtime.slurm_env import slurm_node_resources  # noqa: E402
 from rllm_sweeps.runtime.spec import MAX_TEMP_DIR_LEN, RayClusterSpec  # noqa: E402
 
@@ -71,7 +76,7 @@ HOLDER = textwrap.dedent(
         with job_ray_cluster(job_dir, num_cpus=cpus, num_gpus=0, nodes=nodes) as ray:
             print(json.dumps({"address": ray.address, "RAY_ADDRESS": os.environ["RAY_ADDRESS"],
                               "nodes": [dataclasses.asdict(n) for n in ray.nodes],
-                              "pids": ray.record["pids"]}), flush=True)
+                              "pids": ray.record["pids"], "connect_env": ray.record["connect_env"]}), flush=True)
             sys.stdin.read()
     """
 )
@@ -168,7 +173,72 @@ def test_a_port_block_locked_by_another_node_or_in_use_elsewhere_is_skipped(tmp_
             assert c.ports.gcs in {taken, free} and c.ports.gcs != b.ports.gcs
 
 
+def test_a_fresh_token_is_new_each_time_and_the_users_alone(tmp_path) -> None:
+    path = tmp_path / "job" / "ray-auth-token"
+    first = RayAuth.fresh(path)
+    token = path.read_bytes()
+    assert first.token_file == path and os.stat(path).st_mode & 0o777 == 0o600
+    assert RayAuth.fresh(path) == first and path.read_bytes() != token  # a new attempt: a new token
+    assert len(path.read_text().strip()) == 64 and token.strip().decode() not in repr(first)
+    assert RayAuth.existing(path) == first
+    path.chmod(0o640)  # readable by the group: a worker node refuses it
+    with pytest.raises(RayClusterError, match="mode 0600"):
+        RayAuth.existing(path)
+    with pytest.raises(RayClusterError, match="rank 0 writes it first"):
+        RayAuth.existing(tmp_path / "none")
+
+
+def test_listening_sockets_of_a_process_are_read_with_their_address_and_port() -> None:
+    from rllm_sweeps.runtime.listeners import Listener, listening
+
+    with socket.socket() as v4, socket.socket(socket.AF_INET6) as v6:
+        v4.bind(("127.0.0.1", 0))
+        v4.listen()
+        v6.bind(("::", 0))
+        v6.listen()
+        found = listening([os.getpid()])
+        comm = Path("/proc/self/comm").read_text().strip()
+        assert Listener("127.0.0.1", v4.getsockname()[1], comm) in found
+        assert Listener("::", v6.getsockname()[1], comm) in found
+        assert {s.loopback_only for s in found if s.port in (v4.getsockname()[1], v6.getsockname()[1])} == {
+            True,
+            False,
+        }
+
+
 # ------------------------------------------------------------- real clusters
+
+
+@pytest.mark.slow
+def test_a_dashboard_asked_for_refuses_requests_without_the_clusters_token(tmp_path) -> None:
+    """The dashboard is off unless asked for; on, its HTTP API wants the cluster's bearer token."""
+    import urllib.error
+    import urllib.request
+
+    mine, other = RayAuth.fresh(tmp_path / "mine"), RayAuth.fresh(tmp_path / "other")
+    spec = RayClusterSpec(num_cpus=1, object_store_memory_mb=SMALL, include_dashboard=True, auth=mine)
+    with this_process_env(client_env(spec, None, head=True), drop=AUTH_VARS):
+        head = start_head_node(spec)
+    try:
+        url = f"http://127.0.0.1:{head.ports.dashboard}/api/version"
+
+        def status(token_file: Path | None) -> int:
+            headers = {} if token_file is None else {"Authorization": f"Bearer {token_file.read_text().strip()}"}
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10).status
+                except urllib.error.HTTPError as err:
+                    return err.code
+                except OSError:  # the dashboard is still starting
+                    assert time.monotonic() < deadline
+                    time.sleep(0.5)
+
+        assert status(mine.token_file) == 200
+        assert status(None) == 401  # no token
+        assert status(other.token_file) == 403  # another cluster's token
+    finally:
+        head.stop()
 
 
 @pytest.mark.slow
@@ -181,6 +251,17 @@ def test_job_cluster_exports_its_address_and_stops_everything(tmp_path, monkeypa
         monkeypatch.delenv(key)
     with job_ray_cluster(tmp_path, num_cpus=3, num_gpus=0) as ray:  # 3 > cores: from the caller
         assert os.environ["RAY_ADDRESS"] == ray.address == _record(tmp_path)["address"]
+        # Token authentication, with this attempt's token in the job directory (0600), its path
+        # in this process's environment and ray.json, the token itself in neither.
+        record = _record(tmp_path)
+        token = job_token(tmp_path)
+        assert record["auth"] == "token" and record["connect_env"]["RAY_AUTH_MODE"] == "token"
+        assert os.environ["RAY_AUTH_TOKEN_PATH"] == record["connect_env"]["RAY_AUTH_TOKEN_PATH"]
+        assert Path(os.environ["RAY_AUTH_TOKEN_PATH"]) == JobPaths(tmp_path).ray_auth_token
+        assert_token_only_in_its_file(tmp_path, tmp_path, token)
+        # One node: on loopback, every port in its block.
+        assert ray.address.startswith("127.0.0.1:")
+        assert_listens_in_its_block(record, loopback=True)
         (head,) = ray.nodes
         assert head.is_head and ray.node_count == 1 == _record(tmp_path)["nodes"]
         # the node runs on the port block it holds: GCS at the base, node manager in the layout
@@ -200,6 +281,7 @@ def test_job_cluster_exports_its_address_and_stops_everything(tmp_path, monkeypa
         assert len(wait_for_nodes(ray.address, 1, timeout=10)) == 1
         temp_dir = Path(head.session_dir).parent
     assert os.environ["RAY_ADDRESS"] == decoy  # restored
+    assert "RAY_AUTH_TOKEN_PATH" not in os.environ  # and the job's token path is gone with the cluster
     _assert_all_gone(_record(tmp_path)["pids"], live, sid)
     assert not temp_dir.exists()
 
@@ -241,7 +323,7 @@ def test_two_job_clusters_at_once_get_distinct_addresses(tmp_path) -> None:
         infos = {name: _read_holder(p) for name, p in holders.items()}  # both up at once
         for name, info in infos.items():
             assert info["RAY_ADDRESS"] == info["address"]
-            got = _child_ray_init(_env(RAY_ADDRESS=info["RAY_ADDRESS"]))
+            got = _child_ray_init(_env(RAY_ADDRESS=info["RAY_ADDRESS"], **info["connect_env"]))
             assert got["gcs"] == info["address"]
             assert got["cpus"] == float(cpus[name])
             assert got["probe"] == "ok"
@@ -342,7 +424,11 @@ def test_head_and_worker_join_two_nodes(tmp_path: Path) -> None:
         assert not _temp_dir(w_node).exists()
         # ... stops its node and nothing else: the head still runs and answers
         assert pid_alive(info["sid"], info["procs"][info["sid"]]) and tcp_reachable(address)
-        assert len(wait_for_nodes(address, 1, timeout=10, where=lambda n: n.is_head)) == 1
+        # (this process asks the head's GCS as a client: only with the job's token, which it may read)
+        with pytest.raises(RayClusterError, match="InvalidAuthToken"):
+            wait_for_nodes(address, 1, timeout=2)
+        with this_process_env(info["connect_env"], drop=AUTH_VARS):
+            assert len(wait_for_nodes(address, 1, timeout=10, where=lambda n: n.is_head)) == 1
 
         head.send_signal(signal.SIGTERM)  # ... then rank 0's
         assert head.wait(timeout=60) == 128 + signal.SIGTERM

@@ -11,6 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from ray_auth_checks import (
+    assert_listens_in_its_block,
+    assert_strangers_refused,
+    assert_token_only_in_its_file,
+    job_token,
+)
 from slurm_fixtures import SUBNET, LocalSlurm
 from test_slurm_failures import wait_for
 from test_slurm_sweep import QUICK
@@ -24,11 +30,12 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
 
-def start_two_node_job(cluster: LocalSlurm, sweep_dir: Path, *overrides: str) -> subprocess.Popen:
-    """A sweep of one job with resources.nodes=2 through the SLURM launcher, running."""
+def start_two_node_job(cluster: LocalSlurm, sweep_dir: Path, *overrides: str, **env_vars: str) -> subprocess.Popen:
+    """A sweep of one job with resources.nodes=2 through the SLURM launcher, running (``env_vars``:
+    more of its environment, which sbatch passes on to the job)."""
     # The sweeper (a SLURM client) runs where it reaches the controller; conf/cluster/local.yaml
     # points the job at this cluster's slurm.conf through RLLM_SWEEPS_SLURM_BASE.
-    env = {**cluster.client_env(), "RLLM_SWEEPS_SLURM_BASE": str(cluster.base), "PYTHONPATH": str(REPO)}
+    env = {**cluster.client_env(), "RLLM_SWEEPS_SLURM_BASE": str(cluster.base), "PYTHONPATH": str(REPO), **env_vars}
     argv = [sys.executable, str(REPO / "train.py"), "-m", *QUICK, "resources.nodes=2", *overrides]
     argv += ["cluster=local", f"hydra.sweep.dir={sweep_dir}"]
     return subprocess.Popen(
@@ -56,29 +63,34 @@ def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_a_requeue_
 ) -> None:
     # One job, requeued (`scontrol requeue`, as on preemption) after its first checkpoint.
     cluster = local_slurm_netns
+    sweep_dir = tmp_path / "sweep"
+    probe_out = tmp_path / "probe.json"  # each attempt's probe writes it (outside the sweep directory)
     sweeper = start_two_node_job(
         cluster,
-        tmp_path,
+        sweep_dir,
         "skyrl.jax.use_ray=true",
         "trainer.total_batches=6",
         "trainer.save_freq=2",
         # >= 0.64 s a step (32 reward calls of 20 ms): the job still trains when its checkpoint is seen.
-        "task.reward=tests.probes.slow_reward:slow_reward",
+        # Its first call tries the cluster as strangers would (tests/probes/ray_probe.py).
+        "task.reward=tests.probes.ray_probe:slow_auth_probe_reward",
+        RAY_PROBE_OUT=str(probe_out),
     )
 
     def checkpointed_with_worker() -> bool:
-        return any(tmp_path.glob("jobs/*/checkpoints/latest")) and any(tmp_path.glob("jobs/*/ray-worker-1.json"))
+        return any(sweep_dir.glob("jobs/*/checkpoints/latest")) and any(sweep_dir.glob("jobs/*/ray-worker-1.json"))
 
     # A deadline against a hang, not a measure: on a loaded 2-core machine planning, two nodes' start-up
     # and the first steps' compilation took over 300 s (twice on 2026-12-02, other work beside the suite).
     wait_for(checkpointed_with_worker, "a first checkpoint with the worker joined", sweeper, 480)
-    job_dir = next(tmp_path.glob("jobs/*"))
+    job_dir = next(sweep_dir.glob("jobs/*"))
     first_head = json.loads((job_dir / "ray.json").read_text())
     first_worker = json.loads((job_dir / "ray-worker-1.json").read_text())
+    first_token = job_token(job_dir)
     job_id = latest_scheduler_id(job_dir)
     cluster.run_client(["scontrol", "requeue", job_id], check=True)
 
-    out, job_dir = job_output(sweeper.communicate(timeout=900)[0], tmp_path)
+    out, job_dir = job_output(sweeper.communicate(timeout=900)[0], sweep_dir)
     assert sweeper.returncode == 0, out
     result = JobResult.read(job_dir)
     assert result is not None and result.status == "completed" and result.steps == 6, out
@@ -103,6 +115,18 @@ def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_a_requeue_
     assert head["ray_up_s"] > 0 and head["ended"] is True
     # RayJaxBackend's two JAX processes ran one on each node.
     assert sorted(head["process_nodes"]) == sorted(head["node_addresses"]), head
+
+    # Only the job could talk to its cluster: the second attempt's probe (on n1, during training) was
+    # refused without a token and with a wrong one, let in with the attempt's own. Each attempt had
+    # its own token, in the job's 0600 file only, on no command line; Ray's sockets on both nodes
+    # were in their port blocks (not on loopback: the other node reaches them).
+    probe = json.loads(probe_out.read_text())
+    assert probe["RAY_ADDRESS"] == head["address"] and probe["nodes"] == 2, probe
+    assert_strangers_refused(probe)
+    assert head["auth"] == "token" and job_token(job_dir) != first_token
+    assert_token_only_in_its_file(job_dir, sweep_dir, first_token, job_token(job_dir))
+    assert_listens_in_its_block(head, loopback=False)
+    assert_listens_in_its_block(worker, loopback=False)
 
     # Afterwards no Ray process of either attempt remains, on either node (same host: /proc
     # shows all).

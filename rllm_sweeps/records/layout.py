@@ -8,8 +8,8 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
       report/                           what `rllm-sweeps report` writes
       jobs/<index:04d>-<hash[:8]>/      JobPaths: one job
         config.yaml, result.json, metrics.jsonl, job.log, node-K.log, attempts.jsonl, generation,
-        ray.json, checkpoints/, work/, slurm/ (submitit's files of a job submitted alone), .lock,
-        skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports)
+        ray.json, ray-auth-token (0600), checkpoints/, work/, slurm/ (submitit's files of a job
+        submitted alone), .lock, skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports)
 """
 
 from __future__ import annotations
@@ -93,6 +93,11 @@ class JobPaths:
     def lock(self) -> Path:
         """Held by the one process that works in the directory."""
         return self.root / ".lock"
+
+    @property
+    def ray_auth_token(self) -> Path:
+        """The Ray auth token of the job's current attempt, readable by its user alone (runtime/auth.py)."""
+        return self.root / "ray-auth-token"
 
     @property
     def checkpoints(self) -> Path:

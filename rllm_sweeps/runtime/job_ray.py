@@ -17,6 +17,13 @@ The job directory is on a filesystem every node sees (submitit relies on that to
 ``ray.json`` is how the nodes find each other. Its token (SLURM job id + restart count) keeps
 a worker from joining the head of an earlier attempt after a requeue.
 
+Only the job may talk to its cluster: rank 0 writes a fresh Ray auth token for each attempt,
+before its head starts, to ``ray-auth-token`` in the job directory (mode 0600, ``auth.py``); the
+head, the worker nodes (which read it once this attempt's ``ray.json`` names the head), every
+process Ray starts for them, and this process as the driver (SkyRL's ``ray.init``, RayJaxBackend)
+run with ``RAY_AUTH_MODE=token`` and that file's path; the token itself is never printed, put on
+a command line or recorded. A cluster of one node is kept on loopback (``ray_env.py``).
+
 A job whose backend uses no Ray (SkyRL's single-process ``JaxBackend`` on one node) starts none:
 :func:`no_ray` writes ``ray.json`` with ``ray: false``, no address and no processes, so the
 records, teardown checks and ``status`` read the same file either way.
@@ -24,8 +31,12 @@ records, teardown checks and ``status`` read the same file either way.
 ``ray.json`` (written by rank 0): ``ray`` (false: no Ray), ``address``, ``token``, ``nodes`` (alive in the cluster),
 ``node_addresses``, ``ray_up_s`` (head start until every node joined), ``process_nodes`` (the
 node of each RayJaxBackend process), ``pids`` (every process of the head node seen, rewritten
-after teardown), ``ended`` (the attempt is over).
-``ray-worker-K.json`` (rank K): ``head``, ``node_ip``, ``pids`` (likewise).
+after teardown), ``auth`` (``"token"``: Ray's token authentication; the token is in
+``ray-auth-token``), ``connect_env`` (what a client of the cluster sets besides ``RAY_ADDRESS``:
+the token file's path, and Ray's single-machine mode for a one-node cluster), ``ports`` (the
+head's port block), ``listening`` (every TCP socket the head node's processes were seen
+listening on: address, port, process), ``ended`` (the attempt is over).
+``ray-worker-K.json`` (rank K): ``head``, ``node_ip``, ``pids``, ``ports``, ``listening`` (likewise).
 """
 
 from __future__ import annotations
@@ -41,10 +52,13 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.attempts import attempt_ended
+from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.results import write_json_atomic
+from rllm_sweeps.runtime.auth import AUTH_VARS, RayAuth
 from rllm_sweeps.runtime.errors import RayClusterError
 from rllm_sweeps.runtime.gcs import NodeInfo, disconnect_driver, tcp_reachable, wait_for_nodes
-from rllm_sweeps.runtime.nodes import RayNode, start_head_node, start_worker_node
+from rllm_sweeps.runtime.nodes import RayNode, client_env, start_head_node, start_worker_node
+from rllm_sweeps.runtime.ray_env import this_process_env
 from rllm_sweeps.runtime.signals import sigterm_raises
 from rllm_sweeps.runtime.slurm_env import attempt_token, slurm_head_host, slurm_node_resources
 from rllm_sweeps.runtime.spec import RayClusterSpec
@@ -97,19 +111,41 @@ def job_ray_cluster(
     started = time.monotonic()
     # Several nodes: bind to the address the other nodes reach this one at, not loopback.
     head_ip = slurm_head_host()[1] if nodes > 1 else None
-    head = start_head_node(RayClusterSpec(num_cpus=num_cpus, num_gpus=num_gpus), node_ip=head_ip)
+    # This attempt's token, before anything listens (the worker nodes read it once ray.json names the head).
+    auth = RayAuth.fresh(JobPaths(job_dir).ray_auth_token)
+    spec = RayClusterSpec(num_cpus=num_cpus, num_gpus=num_gpus, auth=auth)
+    # This process is the cluster's driver (the GCS queries below, SkyRL's ray.init): the same token.
+    connect_env = client_env(spec, head_ip, head=True)
+    with this_process_env(connect_env, drop=AUTH_VARS):
+        with _head_cluster(job_dir, spec, head_ip, nodes, join_timeout_s, started, connect_env) as cluster:
+            yield cluster
+
+
+@contextlib.contextmanager
+def _head_cluster(
+    job_dir: Path,
+    spec: RayClusterSpec,
+    head_ip: str | None,
+    nodes: int,
+    join_timeout_s: float,
+    started: float,
+    connect_env: dict[str, str],
+) -> Iterator[JobRay]:
+    head = start_head_node(spec, node_ip=head_ip)
     assert head.address is not None
     path = Path(job_dir) / RAY_FILE
     record: dict[str, Any] = {"ray": True, "address": head.address, "token": attempt_token(), "nodes": 1}
+    record.update(auth="token", connect_env=connect_env, ports=dataclasses.asdict(head.ports))
     saved_address = os.environ.get("RAY_ADDRESS")
     try:
-        record["pids"] = head.pids()
+        record.update(pids=head.pids(), listening=_listening(head))
         write_json_atomic(path, record)  # the worker nodes' cue to join
         alive = _wait_for_workers(head, nodes, join_timeout_s)
         up_s = round(time.monotonic() - started, 3)
         record.update(
             nodes=len(alive), node_addresses=sorted(n.address for n in alive), ray_up_s=up_s, pids=head.pids()
         )
+        record["listening"] = _listening(head)
         write_json_atomic(path, record)
         os.environ["RAY_ADDRESS"] = head.address
         yield JobRay(head.address, alive, up_s, path, record)
@@ -124,7 +160,13 @@ def job_ray_cluster(
             head.stop()
         finally:
             record["pids"] = sorted(head.recorded)  # every process ever seen, to check teardown
+            record["listening"] = _listening(head)
             write_json_atomic(path, record)
+
+
+def _listening(node: RayNode) -> list[dict[str, Any]]:
+    """Every socket the node's processes were seen listening on, for ray.json."""
+    return [dataclasses.asdict(listener) for listener in sorted(node.listeners)]
 
 
 @contextlib.contextmanager
@@ -209,18 +251,23 @@ def run_worker(job_dir: Path, rank: int, join_timeout_s: float = JOIN_TIMEOUT_S,
         head = record["address"]
         cpus, gpus = slurm_node_resources()
         node_ip = ip_towards(head)
-        node = start_worker_node(head, RayClusterSpec(num_cpus=cpus, num_gpus=gpus), node_ip=node_ip)
-        mine = {"head": head, "token": token, "node_ip": node_ip, "pids": node.pids()}
-        try:
-            write_json_atomic(worker_file(job_dir, rank), mine)
-            print(f"rank {rank}: Ray worker {node_ip} joined {head} ({cpus} CPUs, {gpus} GPUs)", flush=True)
-            print(f"rank {rank}: leaving: {_wait_until_over(node, head, path, token, poll_s)}", flush=True)
-        finally:
+        spec = RayClusterSpec(num_cpus=cpus, num_gpus=gpus, auth=RayAuth.existing(JobPaths(job_dir).ray_auth_token))
+        # This process queries the GCS while the node joins: with the cluster's token too.
+        with this_process_env(client_env(spec, node_ip, head=False), drop=AUTH_VARS):
+            node = start_worker_node(head, spec, node_ip=node_ip)
+            mine = {"head": head, "token": token, "node_ip": node_ip, "pids": node.pids()}
+            mine.update(ports=dataclasses.asdict(node.ports), listening=_listening(node))
             try:
-                node.stop()
-            finally:
-                mine["pids"] = sorted(node.recorded)
                 write_json_atomic(worker_file(job_dir, rank), mine)
+                print(f"rank {rank}: Ray worker {node_ip} joined {head} ({cpus} CPUs, {gpus} GPUs)", flush=True)
+                print(f"rank {rank}: leaving: {_wait_until_over(node, head, path, token, poll_s)}", flush=True)
+            finally:
+                try:
+                    node.stop()
+                finally:
+                    mine["pids"] = sorted(node.recorded)
+                    mine["listening"] = _listening(node)
+                    write_json_atomic(worker_file(job_dir, rank), mine)
     return 0
 
 

@@ -20,6 +20,10 @@ Ray 2.57 facts this relies on (checked on this machine):
   address is read from ``<temp_dir>/ray_current_cluster``.
 - ``ray start --block`` drains for up to ``RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S`` (default
   30 s) on SIGTERM; we set it to 0 unless the caller overrides it.
+
+What the node's processes read from their environment (:meth:`RayNode._child_env`): the token
+file (``spec.auth``), the two metrics ports of the block, and, for a head on a loopback address,
+Ray's single-machine mode, which keeps every server on 127.0.0.1 (``ray_env.py``).
 """
 
 from __future__ import annotations
@@ -34,11 +38,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from rllm_sweeps.runtime.auth import AUTH_VARS
 from rllm_sweeps.runtime.commands import head_command, worker_command
 from rllm_sweeps.runtime.errors import RayClusterError
 from rllm_sweeps.runtime.gcs import read_address, wait_for_nodes
+from rllm_sweeps.runtime.listeners import Listener, listening
 from rllm_sweeps.runtime.ports import PortLease, RayPorts, allocate_ports
 from rllm_sweeps.runtime.processes import cluster_processes, pid_alive, signal_all, start_time, wait_gone
+from rllm_sweeps.runtime.ray_env import loopback_env
 from rllm_sweeps.runtime.signals import defer_signals
 from rllm_sweeps.runtime.spec import TEMP_BASE_ENV, RayClusterSpec, check_temp_dir
 
@@ -56,6 +63,15 @@ def _preexec_pdeathsig() -> None:
     # be started and stopped by a thread that outlives it (true for `with`).
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def client_env(spec: RayClusterSpec, node_ip: str | None, *, head: bool) -> dict[str, str]:
+    """What Ray reads alike in a node's processes and in its clients (the job's driver): the token
+    file, and, for a head given no address of its own (a job of one node), loopback only."""
+    env = spec.auth.env() if spec.auth is not None else {}
+    if head and node_ip is None:
+        env.update(loopback_env(spec.node_ip_address))
+    return env
 
 
 def _make_temp_dir() -> Path:
@@ -99,6 +115,7 @@ class RayNode:
         self.proc: subprocess.Popen[bytes] | None = None
         self.address: str | None = None
         self.recorded: dict[int, int] = {}  # every pid (-> starttime) ever seen
+        self.listeners: set[Listener] = set()  # every listening socket ever seen
         self.leftovers: dict[int, int] = {}
         self._stopped = False
 
@@ -122,6 +139,11 @@ class RayNode:
         env.pop("RAY_ADDRESS", None)
         env.setdefault("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", "0")
         env["RAY_USAGE_STATS_ENABLED"] = "0"
+        # The node's token is the one in spec.auth, whatever this process inherited.
+        for name in AUTH_VARS:
+            env.pop(name, None)
+        env.update(client_env(self.spec, self.node_ip, head=self.is_head))
+        env.update(self.ports.env())
         env.update(self.spec.env or {})
         return env
 
@@ -201,6 +223,7 @@ class RayNode:
             return {}
         live = cluster_processes(sid, self.recorded)
         self.recorded.update(live)
+        self.listeners |= listening(live)
         return live
 
     def pids(self) -> list[int]:

@@ -7,7 +7,10 @@ agent ports, metrics, worker port range) below the kernel's ephemeral range, cla
 Every port is passed explicitly because Ray 2.57 starts a dashboard head process that binds
 ``--dashboard-port`` (default 8265, no retries) even with ``--include-dashboard=false``:
 without a distinct port, the second cluster on a machine loses that process and
-``ray start --block`` then kills the whole node.
+``ray start --block`` then kills the whole node. The two Prometheus endpoints of the head's
+autoscaler monitor and dashboard process, which Ray otherwise opens on fixed ports (44217, 44227)
+outside any block, are moved into the block too (:meth:`RayPorts.env`): every port a node opens
+is then in its block, which ``ray.json`` records.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from pathlib import Path
 
 from rllm_sweeps.runtime.errors import RayClusterError
 
-# Port block layout (offsets from the block base).  Slots 9..SERVICE_SLOTS-1
-# are reserved; worker ports fill the rest of the block.
+# Port block layout (offsets from the block base).  Slot 11 is reserved; worker ports fill
+# the rest of the block.
 SERVICE_SLOTS = 12
 DEFAULT_BLOCK_SIZE = 256
 _DEFAULT_PORT_RANGE = (20000, 32768)  # below Linux's default ephemeral range
@@ -45,6 +48,8 @@ class RayPorts:
     dashboard_agent_grpc: int
     runtime_env_agent: int
     metrics_export: int
+    autoscaler_metrics: int
+    dashboard_metrics: int
     min_worker: int
     max_worker: int
 
@@ -63,6 +68,8 @@ class RayPorts:
             dashboard_agent_grpc=base + 6,
             runtime_env_agent=base + 7,
             metrics_export=base + 8,
+            autoscaler_metrics=base + 9,
+            dashboard_metrics=base + 10,
             min_worker=base + SERVICE_SLOTS,
             max_worker=base + block_size - 1,
         )
@@ -78,6 +85,8 @@ class RayPorts:
             self.dashboard_agent_grpc,
             self.runtime_env_agent,
             self.metrics_export,
+            self.autoscaler_metrics,
+            self.dashboard_metrics,
         ]
 
     def all_ports(self) -> list[int]:
@@ -95,6 +104,14 @@ class RayPorts:
             f"--runtime-env-agent-port={self.runtime_env_agent}",
             f"--metrics-export-port={self.metrics_export}",
         ]
+
+    def env(self) -> dict[str, str]:
+        """The ports Ray takes from its environment, not its flags (read by the head's monitor and
+        dashboard processes: ``ray/autoscaler/_private/constants.py``, ``ray/dashboard/consts.py``)."""
+        return {
+            "AUTOSCALER_METRIC_PORT": str(self.autoscaler_metrics),
+            "DASHBOARD_METRIC_PORT": str(self.dashboard_metrics),
+        }
 
     def head_args(self) -> list[str]:
         """Head-only flags plus :meth:`node_args`."""

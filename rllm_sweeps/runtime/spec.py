@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from rllm_sweeps.runtime.auth import RayAuth
 from rllm_sweeps.runtime.ports import DEFAULT_BLOCK_SIZE, SERVICE_SLOTS
 
 # AF_UNIX paths are limited to 107 bytes.  Ray puts its sockets at
@@ -26,7 +27,9 @@ class RayClusterSpec:
     fresh short directory under $RLLM_RAY_TMP or /tmp, removed after a clean
     stop.  port None means: allocate a free, locked port block; an explicit
     port P uses the block [P, P + block_size) and the caller guarantees it is
-    disjoint from every other cluster's.
+    disjoint from every other cluster's.  auth: the token file every process of the node
+    reads (``RAY_AUTH_MODE=token``); None runs the node without authentication, which only
+    tests of the node machinery do: a job's nodes always have one (``job_ray.py``).
     """
 
     num_cpus: int
@@ -42,6 +45,7 @@ class RayClusterSpec:
     stop_grace_s: float = 15.0
     env: Mapping[str, str] | None = None
     keep_temp_dir: bool = False
+    auth: RayAuth | None = None
 
     def __post_init__(self) -> None:
         if self.num_cpus < 0 or self.num_gpus < 0:
