@@ -138,6 +138,25 @@ def _gpus_to_common(gpus: Any) -> Any:
     return gpus
 
 
+def _files_to_native(split: str) -> Callable[[Any], Any]:
+    """data.{split}_files -> SkyRL's data.{split}_data: null (the task group's data) keeps SkyRL's own default
+    in its tree (nothing reads it then); one path is a list of one."""
+
+    @_named("null: SkyRL's default; a path: a list of one")
+    def convert(files: Any) -> Any:
+        if files is None:
+            from rllm_sweeps.config.native import skyrl_train_defaults
+
+            return skyrl_train_defaults()["data"][f"{split}_data"]
+        return [files] if isinstance(files, str) else files
+
+    return convert
+
+
+def _files_to_common(files: Any) -> Any:
+    return files
+
+
 def _lookup(table: dict[str, str], what: str) -> Callable[[Any], Any]:
     def convert(value: Any) -> Any:
         # Unknown values pass through unchanged; validation reports them with the allowed set.
@@ -169,6 +188,20 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
         "data.max_response_length",
         _T + "generator.eval_sampling_params.max_generate_length",
         "tokens sampled per validation response",
+    ),
+    KeyMapping(
+        "data.train_files",
+        _T + "data.train_data",
+        "training data files (null = the task group's)",
+        to_native=_files_to_native("train"),
+        to_common=_files_to_common,
+    ),
+    KeyMapping(
+        "data.val_files",
+        _T + "data.val_data",
+        "validation data files",
+        to_native=_files_to_native("val"),
+        to_common=_files_to_common,
     ),
     KeyMapping("rollout.n", _T + "generator.n_samples_per_prompt", "samples per prompt (group size)"),
     KeyMapping("workflow.max_turns", _T + "generator.max_turns", "model turns per episode (workflows)"),
