@@ -11,7 +11,7 @@ from typing import Any
 
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.data.environments import env_problem
-from rllm_sweeps.data.files import DataFile, DataFileError
+from rllm_sweeps.data.files import DataFile, DataFileError, EmptyFileError
 from rllm_sweeps.data.formats import ENV_CLASS, FormatError
 from rllm_sweeps.data.settings import DataSettings
 
@@ -75,6 +75,8 @@ def _check(settings: DataSettings) -> tuple[list[ConfigIssue], list[str]]:
 def _file_issues(key: str, path: str, default_env: str) -> DataFile | list[ConfigIssue]:
     try:
         f = DataFile.open(path)
+    except EmptyFileError as err:
+        return [ConfigIssue(key, f"{key}: {err}")]
     except DataFileError as err:
         return [ConfigIssue(key, f"{key}: {err}")]
     except FormatError as err:

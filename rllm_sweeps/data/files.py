@@ -5,6 +5,7 @@ the loop's sequence of examples."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -40,8 +41,10 @@ def open_rows(path: str) -> Any:
         raise DataFileError(f"{path}: no such file")
     if not os.access(full, os.R_OK):
         raise DataFileError(f"{path}: not readable (permissions)")
+    if _no_rows(full):
+        raise EmptyFileError(f"{path} has no rows")
     datasets.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
+    logging.getLogger("datasets").setLevel(logging.CRITICAL)  # its reader logs what the error below says
     try:
         return datasets.load_dataset(builder, data_files=[str(full)], split="train", cache_dir=str(datasets_cache()))
     except Exception as err:  # pyarrow's or the json reader's reason, in one line
@@ -50,6 +53,22 @@ def open_rows(path: str) -> Any:
         if cause is not None and str(cause).strip():
             reason = str(cause).strip().splitlines()[0]
         raise DataFileError(f"{path}: cannot be read as {builder}: {reason}") from None
+
+
+class EmptyFileError(DataFileError):
+    """A file without rows (``datasets`` cannot read an empty parquet file)."""
+
+
+def _no_rows(path: Path) -> bool:
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.ParquetFile(path).metadata.num_rows == 0
+        except Exception:  # not parquet: the reader says why
+            return False
+    with path.open("rb") as f:
+        return not f.read(1 << 16).strip() and path.stat().st_size < 1 << 16
 
 
 @dataclass
@@ -105,4 +124,4 @@ class Examples(Sequence):
         return self.files[f].example(row - int(self._starts[f]), self.default_env)
 
 
-__all__ = ["BUILDERS", "DataFile", "DataFileError", "Examples", "datasets_cache", "open_rows"]
+__all__ = ["BUILDERS", "DataFile", "DataFileError", "EmptyFileError", "Examples", "datasets_cache", "open_rows"]
