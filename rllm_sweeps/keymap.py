@@ -138,19 +138,13 @@ def _gpus_to_common(gpus: Any) -> Any:
     return gpus
 
 
-def _files_to_native(split: str) -> Callable[[Any], Any]:
-    """data.{split}_files -> SkyRL's data.{split}_data: null (the task group's data) keeps SkyRL's own default
-    in its tree (nothing reads it then); one path is a list of one."""
-
-    @_named("null: SkyRL's default; a path: a list of one")
-    def convert(files: Any) -> Any:
-        if files is None:
-            from rllm_sweeps.config.native import skyrl_train_defaults
-
-            return skyrl_train_defaults()["data"][f"{split}_data"]
-        return [files] if isinstance(files, str) else files
-
-    return convert
+@_named("null: []; a path: a list of one")
+def _files_to_native(files: Any) -> Any:
+    """data.*_files -> SkyRL's data.*_data: null (the task group's data) is SkyRL's empty list; one path
+    (verl's spelling) a list of one."""
+    if files is None:
+        return []
+    return [files] if isinstance(files, str) else files
 
 
 def _files_to_common(files: Any) -> Any:
@@ -193,14 +187,14 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
         "data.train_files",
         _T + "data.train_data",
         "training data files (null = the task group's)",
-        to_native=_files_to_native("train"),
+        to_native=_files_to_native,
         to_common=_files_to_common,
     ),
     KeyMapping(
         "data.val_files",
         _T + "data.val_data",
         "validation data files",
-        to_native=_files_to_native("val"),
+        to_native=_files_to_native,
         to_common=_files_to_common,
     ),
     KeyMapping("rollout.n", _T + "generator.n_samples_per_prompt", "samples per prompt (group size)"),
