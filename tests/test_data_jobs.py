@@ -64,6 +64,7 @@ def test_skyrls_gsm8k_example_trains_on_skyrl_rllm_and_verl_files_with_the_envir
         f"data.train_data=[{','.join(map(str, files))}]",
         f"data.val_data=[{val}]",
         "environment.env_class=gsm8k",
+        "data.max_prompt_length=64",
         f"hydra.run.dir={job}",
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -71,7 +72,7 @@ def test_skyrls_gsm8k_example_trains_on_skyrl_rllm_and_verl_files_with_the_envir
     for name, fmt in (("skyrl", "SkyRL's format"), ("rllm", "rLLM's format"), ("verl", "verl's format")):
         assert f"{tmp_path / name}.parquet: {fmt}" in out
     assert "rllm_verl.parquet: rLLM's verl copy (rows read from extra_info), 8 rows" in out
-    assert "1 of 33 rows longer than data.max_prompt_length=48 tokens dropped (as SkyRL does)" in out
+    assert "1 of 33 rows longer than data.max_prompt_length=64 tokens dropped (as SkyRL does)" in out
     assert out.count("data: data.train_files:") == 1  # the format is said once
     result = JobResult.read(job)
     assert result.status == "completed" and result.steps == 2
