@@ -120,7 +120,8 @@ def _train_defaults() -> dict[str, Any]:
 GPU_TRAINER_SUBTREES = ("trainer.", "generator.inference_engine.")
 REPLACED_WHY = (
     "it belongs to SkyRL's own generator and PPO loop, which this project's loop replaces: "
-    "the data and reward come from task.*, sampling from rollout.*"
+    "the data and reward come from task.* or data.train_files, sampling from rollout.*; environment.* is read "
+    "with data.train_files"
 )
 # Parts of trainer.* that Tinker mode never builds: the loop creates one model, the LoRA policy
 # (SkyRLTrainBackend builds a critic only when asked for one, and no reference model at all).
@@ -132,6 +133,9 @@ UNBUILT_MODELS: dict[str, str] = {
     "trainer.placement.colocate_policy_ref": "SkyRL's trainer in Tinker mode builds no reference model",
 }
 
+
+# SkyRL's environment settings: read with a dataset by path (rllm_sweeps/data/), by every engine.
+DATA_ENVIRONMENT = TRAIN_PREFIX + "environment."
 
 PPO_LOOP_ONLY_WHY = (
     "only SkyRL's own PPO loop reads it; its trainer in Tinker mode, which fsdp/megatron run under "
@@ -248,7 +252,7 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
         return []  # rules.py reports the engine itself
     issues = []
     for key, value, _named in set_keys(plain, explicit):
-        if engine in readers(key):
+        if engine in readers(key) or (key.startswith(DATA_ENVIRONMENT) and _get(plain, "data.train_files") is not None):
             continue
         if key in NOT_READ:
             why = NOT_READ[key][1]

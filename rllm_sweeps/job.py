@@ -182,10 +182,10 @@ def _train(
     cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested, fence: AttemptFence
 ) -> dict[str, Any]:
     """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
+    from rllm_sweeps.data.task import job_task, job_workflow
     from rllm_sweeps.engines import traits
     from rllm_sweeps.runtime.job_ray import job_ray_cluster, no_ray
     from rllm_sweeps.runtime.node_role import NodeRole
-    from rllm_sweeps.tasks import load_task
     from rllm_sweeps.trackers import make_trackers
     from rllm_sweeps.training.checkpoints import checkpoint_name
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer
@@ -194,8 +194,9 @@ def _train(
     from rllm_sweeps.workflows import read_workflow
 
     settings = LoopSettings.from_config(cfg)
-    task = load_task(cfg.task)
-    workflow = read_workflow(cfg.get("workflow"))
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    task = job_task(plain)  # the task config group, or data.train_files (rllm_sweeps/data/)
+    workflow = read_workflow(job_workflow(plain.get("workflow"), plain))
     # An Optuna sweep's job reports to its trial and may be pruned (None outside one).
     trial = TrialReporter.from_env(settings.total_steps(len(task.train)))
     # Ray only where it is used: RayJaxBackend, SkyRL's GPU trainer, several nodes. On a multi-node

@@ -138,6 +138,19 @@ def _gpus_to_common(gpus: Any) -> Any:
     return gpus
 
 
+@_named("null: []; a path: a list of one")
+def _files_to_native(files: Any) -> Any:
+    """data.*_files -> SkyRL's data.*_data: null (the task group's data) is SkyRL's empty list; one path
+    (verl's spelling) a list of one."""
+    if files is None:
+        return []
+    return [files] if isinstance(files, str) else files
+
+
+def _files_to_common(files: Any) -> Any:
+    return files
+
+
 def _lookup(table: dict[str, str], what: str) -> Callable[[Any], Any]:
     def convert(value: Any) -> Any:
         # Unknown values pass through unchanged; validation reports them with the allowed set.
@@ -169,6 +182,20 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
         "data.max_response_length",
         _T + "generator.eval_sampling_params.max_generate_length",
         "tokens sampled per validation response",
+    ),
+    KeyMapping(
+        "data.train_files",
+        _T + "data.train_data",
+        "training data files (null = the task group's)",
+        to_native=_files_to_native,
+        to_common=_files_to_common,
+    ),
+    KeyMapping(
+        "data.val_files",
+        _T + "data.val_data",
+        "validation data files",
+        to_native=_files_to_native,
+        to_common=_files_to_common,
     ),
     KeyMapping("rollout.n", _T + "generator.n_samples_per_prompt", "samples per prompt (group size)"),
     KeyMapping("workflow.max_turns", _T + "generator.max_turns", "model turns per episode (workflows)"),

@@ -29,6 +29,8 @@ from rllm_sweeps.config.validate import (
     rule_issue,
     skyrl_validate_cfg,
 )
+from rllm_sweeps.data.check import data_issues
+from rllm_sweeps.data.settings import data_by_path
 from rllm_sweeps.engines import engine_checks_read, engine_issues
 from rllm_sweeps.keymap import KEY_MAPPINGS
 
@@ -109,13 +111,14 @@ class CachedValidator:
             if shape is None:
                 shape = self._shapes[(id(base), changed)] = _shape(base, changed)
         issues = check_common(plain) if shape is None else _common(plain, shape)
-        workflow_key = _token(plain.get("workflow"))
+        workflow_key = _token([plain.get("workflow"), data_by_path(plain)])  # data by path: data/task.py
         if workflow_key not in self._workflow:
             from rllm_sweeps.workflows.base import workflow_problems  # as validate() does: imported when used
 
             _bounded(self._workflow)
             self._workflow[workflow_key] = [ConfigIssue(k, m) for k, m in workflow_problems(plain)]
         issues += self._workflow[workflow_key]
+        issues += data_issues(plain)  # once per distinct dataset (data/check.py caches)
         skyrl = plain.get("skyrl") or {}
         if not isinstance(skyrl, dict):
             return issues

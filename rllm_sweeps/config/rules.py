@@ -158,6 +158,15 @@ def name_or_list_of(item: Check) -> Check:
 
 
 # Every common leaf in conf/config.yaml has a rule here (a test keeps the two in step).
+def _data_files(v: Any) -> str | None:
+    """null, a path or a list of paths (what the files hold is data/check.py's)."""
+    if v is None or (isinstance(v, str) and v):
+        return None
+    if isinstance(v, list | tuple) and all(isinstance(p, str) and p for p in v):
+        return None
+    return "null, a path or a list of paths ('[a.parquet,b.parquet]')"
+
+
 RULES: dict[str, Check] = {
     "model.path": model_path,
     "model.lora.rank": integer(ge=1),
@@ -166,6 +175,8 @@ RULES: dict[str, Check] = {
     "data.val_batch_size": integer(ge=1),
     "data.max_prompt_length": integer(ge=1),
     "data.max_response_length": integer(ge=1),
+    "data.train_files": lambda v: _data_files(v),
+    "data.val_files": lambda v: _data_files(v),
     "rollout.n": integer(ge=1),
     "rollout.n_val": integer(ge=1),
     "rollout.train.temperature": number(gt=0),

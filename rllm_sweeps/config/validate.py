@@ -60,12 +60,14 @@ def validate(cfg: DictConfig, explicit: Iterable[str] = ()) -> list[ConfigIssue]
 
 
 def _validate_plain(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[ConfigIssue]:
+    from rllm_sweeps.data.check import data_issues
     from rllm_sweeps.engines import engine_issues
     from rllm_sweeps.workflows.base import workflow_problems
 
     issues = check_common(plain)
     issues += [ConfigIssue(key, message) for key, message in workflow_problems(plain)]
     issues += engine_issues(plain, explicit)
+    issues += data_issues(plain)
     skyrl = plain.get("skyrl") or {}
     if "train" in skyrl:
         # A bad common key already shows up through its interpolated native keys: say it once.

@@ -38,9 +38,13 @@ class Task:
     val: list[Example]
     reward_fn: RewardFn
     chat_template: bool = True
+    # A dataset by path (rllm_sweeps/data/): each example's skyrl-gym environment gives its reward.
+    environments: Any = None  # data.environments.DataEnvironments
 
     def __post_init__(self) -> None:
         for split, rows in (("train", self.train), ("val", self.val)):
+            if not isinstance(rows, list):
+                continue  # a dataset by path, read on demand: checked before launch (data/check.py)
             for i, row in enumerate(rows):
                 if not isinstance(row, Mapping) or "prompt" not in row or "ground_truth" not in row:
                     raise ValueError(f"task {self.name!r}: {split}[{i}] needs 'prompt' and 'ground_truth'")

@@ -180,8 +180,10 @@ def read_workflow(cfg: Mapping | None) -> WorkflowSpec:
 
 def workflow_problems(plain: Mapping) -> list[tuple[str, str]]:
     """(key, message) of each problem of a plain config's ``workflow`` group (validation)."""
+    from rllm_sweeps.data.task import job_workflow
+
     try:
-        read_workflow(plain.get("workflow"))
+        read_workflow(job_workflow(plain.get("workflow"), dict(plain)))
     except WorkflowConfigError as err:
         return err.problems
     return []

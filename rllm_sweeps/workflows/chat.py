@@ -46,15 +46,18 @@ class ChatFormat:
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
+    def prompt_text(self, prompt: str | Messages) -> str:
+        """The first prompt as the text its tokens encode (the template applied, or the contents joined)."""
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        if self.templated:
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return "\n".join(m["content"] for m in messages)
+
     def prompt_ids(self, prompt: str | Messages) -> list[int]:
         """The first prompt's tokens (cached by content)."""
-        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
-        key = repr(messages)
+        key = repr(prompt)
         if key not in self._cache:
-            if self.templated:
-                self._cache[key] = self._template(messages, generation_prompt=True)
-            else:
-                self._cache[key] = self.encode("\n".join(m["content"] for m in messages))
+            self._cache[key] = self.encode(self.prompt_text(prompt))
         return self._cache[key]
 
     def observation_ids(self, messages: Messages, done: bool) -> list[int]:

@@ -9,6 +9,10 @@ the observation tokens are appended to the conversation (token in, token out), u
 ``workflow.max_turns`` replies. The conversation is one trajectory (role ``policy``) whose reward
 is the sum of the step rewards; only the model's own tokens are trained (observations are masked).
 
+With a dataset by path (``data.train_files``) the environment is each row's ``env_class`` (or
+``environment.env_class``) with ``environment.skyrl_gym.<env>`` as its config and the row's extras, as SkyRL's
+generator makes it; ``workflow.env`` is not used then.
+
 Termination: ``env_done``; ``max_turns``; ``max_prompt_length`` when the conversation outgrows
 ``data.max_prompt_length`` (SkyRL's ``max_input_length``) before the next turn.
 """
@@ -77,9 +81,13 @@ class MultiTurnWorkflow(Workflow):
 
     async def run(self, example: dict, ctx: EpisodeContext) -> Episode:
         settings: MultiTurnSettings = self.settings  # type: ignore[assignment]
-        env = make_env(settings, example)
+        if self.task.environments is not None:  # a dataset by path: the row's env_class (data/environments.py)
+            env = self.task.environments.make(example, settings.max_turns)
+        else:
+            env = make_env(settings, example)
         try:
-            messages, _ = env.init([{"role": "user", "content": example["prompt"]}])
+            prompt = example["prompt"]  # text, or chat messages (a dataset by path)
+            messages, _ = env.init([{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt))
             tokens, truncated = ctx.prompt_ids(messages)
             traj = Trajectory("policy")
             termination = Termination.MAX_TURNS

@@ -43,6 +43,8 @@ def score(task, example: dict, response: str) -> float:
     """The task's reward of a response; a non-finite reward is the task's bug, said as such."""
     import math
 
+    if task.environments is not None:  # a dataset by path: one step of the example's environment
+        return task.environments.reward(example, response)
     reward = float(task.reward_fn(example["prompt"], response, example["ground_truth"]))
     if not math.isfinite(reward):
         raise ValueError(f"task {task.name!r}: reward {reward} for prompt {example['prompt']!r}")
