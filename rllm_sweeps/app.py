@@ -109,10 +109,13 @@ def run_hydra_job(cfg: DictConfig) -> dict:
         finalize(cfg, overrides, where="command line", check=tuple(overrides) != _validated)
     except ConfigError as err:
         fail(str(err))
-    from rllm_sweeps.job import EXIT_PREEMPTED, run_job
+    from rllm_sweeps.job import EXIT_PREEMPTED, JobRefused, run_job
     from rllm_sweeps.results import COMPLETED, PREEMPTED, PRUNED
 
-    result = run_job(cfg, overrides)
+    try:
+        result = run_job(cfg, overrides)
+    except JobRefused as err:
+        fail(str(err))
     if result.status == PREEMPTED:
         raise SystemExit(EXIT_PREEMPTED)
     if result.status not in (COMPLETED, PRUNED):  # pruned: stopped by its Optuna trial's pruner, as asked

@@ -52,6 +52,11 @@ class JobFailed(RuntimeError):
     """The job could not run; the message says why and what to do."""
 
 
+class JobRefused(ValueError):
+    """The directory holds another configuration's record: this run may not use it. Raised before
+    anything in the directory is written (the message says which directory to use instead)."""
+
+
 class JobLost(OSError):
     """The job's directory is still held by an earlier attempt (an infrastructure failure)."""
 
@@ -90,15 +95,19 @@ class StopRequested:
 
 
 def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) -> JobResult:
-    """Train one validated config in `job_dir` (default: Hydra's output directory)."""
+    """Train one validated config in `job_dir` (default: Hydra's output directory).
+
+    Raises JobRefused, having written nothing, when the directory holds another configuration's
+    completed record or checkpoints."""
+    hydra_cfg = None
     if job_dir is None:
         from hydra.core.hydra_config import HydraConfig
 
-        job_dir = Path(HydraConfig.get().runtime.output_dir)
+        hydra_cfg = HydraConfig.get()
+        job_dir = Path(hydra_cfg.runtime.output_dir)
     job_dir = Path(job_dir).resolve()
     job_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    quiet_library_logs()
     chash = config_hash(cfg)
     try:
         # Before reading or writing anything: an earlier attempt of this job (one whose node
@@ -119,9 +128,19 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         and previous.config_hash == chash
         and cfg.trainer.resume_mode == "auto"
     ):
+        lock.close()
         print(f"job {chash} in {job_dir} already completed (trainer.resume_mode=disable to train again)")
         _print_outcome(previous)
         return previous
+    refusal = refusal_reason(cfg, job_dir, chash, previous)
+    if refusal is not None:  # refused before anything in the directory changed
+        lock.close()
+        raise JobRefused(refusal)
+    # From here on the directory is this run's.
+    note_holder(lock)
+    if hydra_cfg is not None:
+        write_hydra_record(JobPaths(job_dir).hydra, cfg, hydra_cfg)
+    quiet_library_logs()
     result = JobResult(
         status=RUNNING,
         config_hash=chash,
@@ -139,7 +158,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
     stop = StopRequested()
     try:
         check_engine_available(cfg)
-        resume_from = find_resume_point(cfg, job_dir, chash, previous)
+        resume_from = find_resume_point(cfg, job_dir)
         if resume_from is not None and previous is not None:
             result.restarts = previous.restarts + 1
         JobPaths(job_dir).config.write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -376,11 +395,24 @@ def hold_job_dir(job_dir: Path, wait_s: float = 300) -> IO[str]:
                 print("waiting for an earlier attempt of this job to stop", file=sys.stderr, flush=True)
                 waited = True
             time.sleep(1)
+    return lock
+
+
+def note_holder(lock: IO[str]) -> None:
+    """Write who holds the job directory into its lock file: once the run may use the directory."""
     lock.seek(0)
     lock.truncate()
     lock.write(f"{os.getpid()} {socket.gethostname()}\n")
     lock.flush()
-    return lock
+
+
+def write_hydra_record(where: Path, cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Hydra's `.hydra/` (its `hydra.output_subdir`, off in conf/: Hydra would write it before the job
+    may use the directory): the job's config, Hydra's config, the command's overrides."""
+    where.mkdir(exist_ok=True)
+    (where / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    (where / "hydra.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create({"hydra": hydra_cfg})))
+    (where / "overrides.yaml").write_text(OmegaConf.to_yaml(hydra_cfg.overrides.task))
 
 
 def check_engine_available(cfg: DictConfig) -> None:
@@ -409,20 +441,31 @@ def _cuda_available() -> bool:
         return False
 
 
-def find_resume_point(cfg: DictConfig, job_dir: Path, chash: str, previous: JobResult | None) -> Path | None:
+def refusal_reason(cfg: DictConfig, job_dir: Path, chash: str, previous: JobResult | None) -> str | None:
+    """Why this run may not use `job_dir` (None: it may): another configuration completed there, or
+    left checkpoints a resume would mix with this one's (trainer.resume_mode=disable starts over)."""
+    from rllm_sweeps.training.checkpoints import latest_checkpoint
+
+    if previous is None or previous.config_hash == chash or cfg.trainer.resume_mode == "disable":
+        return None
+    if previous.status != COMPLETED and latest_checkpoint(JobPaths(job_dir).checkpoints) is None:
+        return None  # an earlier run that left nothing to keep
+    what = "the completed job" if previous.status == COMPLETED else "checkpoints"
+    return (
+        f"{job_dir} holds {what} of another configuration (config hash {previous.config_hash}, this run's "
+        f"{chash}); nothing was changed there. Run it in another directory (drop hydra.run.dir=... to get one "
+        f"named after your overrides, or set trainer.experiment_name=...), or add trainer.resume_mode=disable "
+        f"to start over in this one"
+    )
+
+
+def find_resume_point(cfg: DictConfig, job_dir: Path) -> Path | None:
     """The checkpoint to resume from (trainer.resume_mode=auto), or None to start fresh."""
     from rllm_sweeps.training.checkpoints import latest_checkpoint
 
-    ckpt = latest_checkpoint(JobPaths(job_dir).checkpoints)
-    if ckpt is None or cfg.trainer.resume_mode == "disable":
+    if cfg.trainer.resume_mode == "disable":
         return None
-    if previous is not None and previous.config_hash != chash:
-        raise JobFailed(
-            f"{job_dir} holds checkpoints of another configuration (config hash {previous.config_hash}, "
-            f"now {chash}). Use another directory (e.g. trainer.experiment_name=...) or "
-            f"trainer.resume_mode=disable to start over in this one."
-        )
-    return ckpt
+    return latest_checkpoint(JobPaths(job_dir).checkpoints)
 
 
 LIBRARY_LOGS_ENV = "RLLM_SWEEPS_LIBRARY_LOGS"  # "info": keep SkyRL's own INFO lines in the job's log

@@ -79,6 +79,7 @@ def planted_tree() -> DictConfig:
 COLOCATED_ENGINES = "rllm_colocated_engines"
 MINI_BATCH = "rllm_mini_batch"
 KL_BETA = "rllm_kl_beta"
+RUN_NAME = "rllm_run_name"  # hydra.run.dir: a job by hand's directory from its overrides
 _ENGINE = "skyrl.train.generator.inference_engine."
 _POLICY = "skyrl.train.trainer.policy."
 # What each of our resolvers reads (the sweep composer re-evaluates one only when these change).
@@ -171,6 +172,10 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver(KL_BETA, _kl_beta)
     if not OmegaConf.has_resolver(MINI_BATCH):
         OmegaConf.register_new_resolver(MINI_BATCH, _mini_batch)
+    if not OmegaConf.has_resolver(RUN_NAME):
+        from rllm_sweeps.records.layout import run_name
+
+        OmegaConf.register_new_resolver(RUN_NAME, run_name)
 
 
 @dataclass(frozen=True)
