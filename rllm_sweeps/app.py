@@ -109,7 +109,8 @@ def run_hydra_job(cfg: DictConfig) -> dict:
         finalize(cfg, overrides, where="command line", check=tuple(overrides) != _validated)
     except ConfigError as err:
         fail(str(err))
-    from rllm_sweeps.job import EXIT_PREEMPTED, JobRefused, run_job
+    from rllm_sweeps.job import EXIT_PREEMPTED, run_job
+    from rllm_sweeps.job_dir import JobRefused
     from rllm_sweeps.results import COMPLETED, PREEMPTED, PRUNED
 
     try:
