@@ -94,10 +94,22 @@ def test_a_failing_job_is_recorded_the_others_complete_and_the_exit_code_is_nonz
     assert (tmp_path / "report" / "jobs.csv").exists()
 
 
-def test_resume_after_sigkill_reruns_nothing_that_completed(tmp_path):
+def test_a_second_sweeper_is_refused_while_one_runs_and_after_a_sigkill_a_rerun_takes_over_rerunning_nothing_completed(
+    tmp_path,
+):
     args = sweep_cmd(tmp_path, "trainer.lr=1e-3,2e-3,3e-3,4e-3", "hydra.sweeper.parallel=1")
     sweeper = subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 600
+    while not any(r.status == "completed" for r in job_results(tmp_path).values()):
+        assert sweeper.poll() is None and time.monotonic() < deadline
+        time.sleep(0.5)
+    # The same command again while the first sweeper runs: refused at once, naming it; nothing touched.
+    manifest = (tmp_path / "manifest.json").read_bytes()
+    second = subprocess.run(args, cwd=REPO, env=env(), capture_output=True, text=True, timeout=300)
+    assert sweeper.poll() is None, "the first sweeper ended before the second one was refused"
+    assert second.returncode == 2, second.stdout[-2000:] + second.stderr[-2000:]
+    assert f"pid {sweeper.pid} on {os.uname().nodename}" in second.stderr and "Traceback" not in second.stderr
+    assert (tmp_path / "manifest.json").read_bytes() == manifest
     while sum(r.status == "completed" for r in job_results(tmp_path).values()) < 2:
         assert sweeper.poll() is None and time.monotonic() < deadline
         time.sleep(0.5)

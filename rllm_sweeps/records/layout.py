@@ -5,7 +5,7 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
 
     SWEEP_DIR/                          SweepPaths
       manifest.json, plan.json          the command and sweep id; the plan (sweep/plan.py)
-      sweeper.lock                      held by the live sweeper of an Optuna search
+      sweeper.lock                      held by the sweep's live sweeper (sweep/sweeper_lock.py)
       slurm/                            submitit's files of the sweep's SLURM arrays
       report/                           what `rllm-sweeps report` writes
       jobs/<index:04d>-<hash[:8]>/      JobPaths: one job

@@ -30,6 +30,7 @@ from rllm_sweeps.results import write_json_atomic
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import MAX_JOBS, plan_sweep
 from rllm_sweeps.sweep.runner import FINAL_STATES, JobSource, StaticSource, SweepRunner
+from rllm_sweeps.sweep.sweeper_lock import SweeperBusy, hold_sweep_dir
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
@@ -80,6 +81,12 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
         print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         raise SystemExit(2)
+    try:
+        # Before anything in the directory is written: one sweeper per sweep (held until exit).
+        lock = hold_sweep_dir(sweep_dir)  # noqa: F841 (held for the sweeper's life)
+    except SweeperBusy as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     manifest = {"command": sys.argv, "sweep_id": sweep_id(plan), "created_at": time.time(), "launcher": launcher.name}
     source = make_source(plan, sweep_dir)
     if (study := source.study_info()) is not None:
@@ -124,11 +131,11 @@ def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
     if plan.spec.method != "optuna":
         plan.write(sweep_dir)
         return StaticSource(plan, sweep_dir)
-    from rllm_sweeps.sweep.optuna_search import OptunaSource, SweeperBusy
+    from rllm_sweeps.sweep.optuna_search import OptunaSource
 
     try:
         return OptunaSource(plan.spec, plan.base_overrides, sweep_dir)  # writes plan.json as trials come
-    except (ConfigError, SweeperBusy) as err:
+    except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
 
