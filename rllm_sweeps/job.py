@@ -40,6 +40,7 @@ from rllm_sweeps.results import (
     MetricsLog,
     best_values,
     judged_metrics,
+    never_moved,
     read_metrics,
 )
 
@@ -445,7 +446,12 @@ def _print_outcome(result: JobResult) -> None:
     if result.status == COMPLETED:
         reward = result.final.get(DEFAULT_METRIC)
         shown = f"{reward:.4f}" if isinstance(reward, int | float) else "not measured"
-        print(f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final {DEFAULT_METRIC}={shown}")
+        seen = [float(v[DEFAULT_METRIC]) for v in result.validations if isinstance(v.get(DEFAULT_METRIC), int | float)]
+        flat = never_moved(DEFAULT_METRIC, seen, f"every validation ({len(seen)})")
+        print(
+            f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final {DEFAULT_METRIC}={shown}"
+            + (f"; note: {flat}" if flat else "")
+        )
     elif result.status == PRUNED:
         print(f"pruned at step {result.steps}: the trial's pruner stopped it")
     elif result.status == PREEMPTED:

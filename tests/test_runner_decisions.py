@@ -265,3 +265,13 @@ def test_a_jobs_retry_history_survives_a_new_sweeper(tmp_path):
     assert results[0].status == COMPLETED
     assert results[0].retry_reasons == ["node failure (SLURM state NODE_FAIL)", "step launch failed"]
     assert results[0].retries == 2
+
+
+def test_the_progress_lines_best_on_a_tie_is_the_first_job_as_in_the_report_and_says_it_is_a_tie(tmp_path):
+    runner = SweepRunner(
+        StaticSource(SimpleNamespace(jobs=[]), tmp_path), tmp_path, ScriptedLauncher({}), 1, metric=Metric()
+    )
+    runner.results = {i: JobResult(COMPLETED, f"h{i}", final={"val_reward_mean": 0.0}) for i in range(3)}
+    assert runner.best() == "  best val_reward_mean=0 (job 0; a tie with 2 others)"
+    runner.results[2].final["val_reward_mean"] = 0.5
+    assert runner.best() == "  best val_reward_mean=0.5 (job 2)"

@@ -30,7 +30,9 @@ from rllm_sweeps.results import (
     RUNNING,
     JobResult,
     best_values,
+    never_moved,
     read_metrics,
+    same_value,
 )
 
 # Planned jobs with no result.json: the directory is there (the job died before writing
@@ -102,6 +104,7 @@ class BestPoint:
     metric: Metric
     point: PointRow
     value: Aggregate
+    tied: list[int] = field(default_factory=list)  # the other points with the same mean (to rounding)
 
 
 @dataclass
@@ -159,7 +162,7 @@ def build_report(sweep_dir: Path | str) -> Report:
     counts.update({s: n for s, n in sorted(tally.items()) if s not in counts})  # statuses from newer writers
 
     planned_jobs = int(plan.totals.get("jobs") or len(jobs))
-    notes = []
+    notes = unmoved_notes(jobs, metrics)
     if not plan.complete or planned_jobs > len(jobs):
         notes.append(f"plan.json lists {len(jobs)} of the plan's {planned_jobs} jobs (a dry run's partial plan)")
     unplanned = sd.unplanned({j.config_hash for j in jobs})
@@ -331,7 +334,29 @@ def best_point(points: list[PointRow], metric: Metric) -> BestPoint | None:
         agg = point.metrics.get(metric.name)
         if agg is not None and (best is None or metric.better(agg.mean, best.value.mean)):
             best = BestPoint(metric, point, agg)
+    if best is not None:
+        best.tied = [
+            p.point_index
+            for p in points
+            if p is not best.point
+            and (agg := p.metrics.get(metric.name)) is not None
+            and same_value([agg.mean, best.value.mean]) is not None
+        ]
     return best
+
+
+def unmoved_notes(jobs: list[JobRow], metrics: list[Metric]) -> list[str]:
+    """A note per metric that never moved: the same value in every completed job (two or more), or 0
+    in all of them; the best configuration then means nothing."""
+    notes = []
+    for m in metrics:
+        values = [j.final[m.name] for j in jobs if j.status == COMPLETED and m.name in j.final]
+        best = [j.best.get(m.name, j.final[m.name]) for j in jobs if j.status == COMPLETED and m.name in j.final]
+        what = f"all {len(values)} completed jobs" if len(values) > 1 else "the one completed job"
+        note = never_moved(m.name, values, what) if same_value(values + best) is not None else None
+        if note is not None:
+            notes.append(f"{note}; no configuration did better than another")
+    return notes
 
 
 __all__ = [

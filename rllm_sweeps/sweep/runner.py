@@ -35,6 +35,7 @@ from rllm_sweeps.results import (
     RUNNING,
     JobResult,
     metrics_env,
+    same_value,
 )
 from rllm_sweeps.sweep.plan import Plan, PlannedJob
 from rllm_sweeps.sweep.spec import Metric
@@ -383,5 +384,8 @@ class SweepRunner:
         ]
         if not scored:
             return ""
-        value, index = max(scored) if self.metric.goal == "maximize" else min(scored)
-        return f"  best {name}={value:.4g} (job {index})"
+        # The first job of the best value, as the report's best point is the first on a tie.
+        value = max(v for v, _ in scored) if self.metric.goal == "maximize" else min(v for v, _ in scored)
+        tied = sorted(i for v, i in scored if same_value([v, value]) is not None)
+        tie = f"; a tie with {len(tied) - 1} other{'s' if len(tied) > 2 else ''}" if len(tied) > 1 else ""
+        return f"  best {name}={value:.4g} (job {tied[0]}{tie})"
