@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.issues import ConfigError
+from rllm_sweeps.records.writable import unwritable
 
 EXIT_BAD_CONFIG = 2
 # The overrides preflight() validated (a single job): the Hydra app need not validate them again.
@@ -31,7 +33,6 @@ def command_line(argv: list[str], notify: Callable[[str], None]) -> list[str]:
     """train.py's arguments as Hydra takes them: rLLM's and SkyRL's spellings made canonical
     (config/spelling.py), and a sweep file given by path (`+sweep=PATH.yaml`, which Hydra would
     look up as a config-group option) handed to the sweeper by path."""
-    from pathlib import Path
 
     from rllm_sweeps.config.spelling import canonical_overrides
     from rllm_sweeps.sweep.parse_cli import is_sweep_file_path
@@ -82,6 +83,7 @@ def preflight(argv: list[str]) -> None:
         fail(f"'{sweep_file}' selects a sweep, which runs with -m: python train.py -m {' '.join(args.overrides)}")
     try:
         if args.multirun:
+            check_sweep_file(sweep_file)  # before Hydra composes it
             check_override_keys(args.overrides, where="command line")  # the sweeper checks each job
         elif args.cfg == "job":
             cfg = load_config(args.overrides, where="command line")
@@ -90,12 +92,34 @@ def preflight(argv: list[str]) -> None:
             raise SystemExit(0)
         else:
             global _validated
+            if (problem := unwritable(run_dir_hint(args.overrides))) is not None:
+                fail(f"{problem}: run where you may write, or give the job a directory: hydra.run.dir=DIR")
             if not validated_by_sweeper(args.overrides):
                 # Every problem before Hydra makes the job's directory.
                 load_config(args.overrides, where="command line", notify=lambda _: None)
             _validated = tuple(job_overrides(args.overrides))
     except ConfigError as err:
         fail(str(err))
+
+
+def check_sweep_file(selector: str | None) -> None:
+    """A sweep file that refers to itself (a YAML anchor cycle): one line naming the line, before
+    Hydra composes it (it would recurse until Python stops it, thousands of lines)."""
+    from rllm_sweeps.sweep.parse_cli import anchor_cycle, display, sweep_file_path
+
+    if selector is None:
+        return
+    key, _, value = selector.partition("=")
+    path = Path(value) if key == SWEEP_FILE_SETTING else sweep_file_path(value)
+    if path.is_file() and (cycle := anchor_cycle(path)) is not None:
+        fail(f"Invalid sweep: {display(path)}: {cycle}")
+
+
+def run_dir_hint(overrides: list[str]) -> Path:
+    """Where Hydra will make the job's directory, as far as the command line says before Hydra
+    runs: hydra.run.dir when given plainly, else the outputs/ directory it goes under."""
+    given = [o.split("=", 1)[1] for o in overrides if o.lstrip("+").startswith("hydra.run.dir=")]
+    return Path(given[-1]) if given and "${" not in given[-1] else Path("outputs")
 
 
 def run_hydra_job(cfg: DictConfig) -> dict:
@@ -117,6 +141,8 @@ def run_hydra_job(cfg: DictConfig) -> dict:
         result = run_job(cfg, overrides)
     except JobRefused as err:
         fail(str(err))
+    except PermissionError as err:  # a directory or file of the job that this user may not write
+        fail(f"permission denied: cannot write {err.filename}: make it writable, or give the job another directory")
     if result.status == PREEMPTED:
         raise SystemExit(EXIT_PREEMPTED)
     if result.status not in (COMPLETED, PRUNED):  # pruned: stopped by its Optuna trial's pruner, as asked

@@ -4,6 +4,9 @@ command finds its own again (a rerun resumes)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +54,29 @@ def test_each_command_by_hand_gets_its_own_directory_and_the_same_command_finds_
     # The experiment and project name the place; resume_mode=disable starts over in the same one.
     assert hand_run_dir("trainer.experiment_name=clob", "trainer.lr=3e-3") == "outputs/rllm-sweeps/clob/trainer.lr=3e-3"
     assert hand_run_dir("trainer.lr=3e-3", "rollout.n=8", "trainer.resume_mode=disable") == mine
+
+
+def as_user_without_override() -> list[str]:
+    """A command prefix under which a read-only directory is read-only: root bypasses permission
+    bits through CAP_DAC_OVERRIDE, so root's commands run without it (as in a user's shell)."""
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+
+
+@pytest.mark.slow
+def test_a_read_only_place_is_one_line_naming_it_rc_2_for_a_job_and_a_sweep(tmp_path):
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RLLM_SWEEPS_WARM_SERVER": "off"}
+    train = [*as_user_without_override(), sys.executable, str(REPO / "train.py")]
+    commands = {
+        "job": [*train, f"hydra.run.dir={read_only / 'job'}"],
+        "sweep": [*train, "-m", "trainer.lr=1e-3,2e-3", f"hydra.sweep.dir={read_only / 'sweep'}"],
+    }
+    for what, command in commands.items():
+        proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, (what, proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr and "PermissionError" not in proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith("error: permission denied:") and f"{read_only} is not writable" in line
+    assert not list(read_only.iterdir())

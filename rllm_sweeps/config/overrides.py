@@ -10,13 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override, OverrideType
+from hydra.core.override_parser.types import ChoiceSweep, Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.private_api import child_node
-from rllm_sweeps.problems import did_you_mean_key
+from rllm_sweeps.problems import did_you_mean, did_you_mean_key
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,41 @@ def all_keys(cfg: DictConfig) -> list[str]:
 
     walk(cfg, "")
     return [k for k in keys if k != "hydra" and not k.startswith("hydra.")]
+
+
+def group_choices(group: str) -> list[str]:
+    """The options of a config group of conf/ (conf/GROUP/NAME.yaml), sorted."""
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def unknown_choice_issues(groups: list[Override]) -> list[ConfigIssue]:
+    """Group choices conf/ does not have (`task=nonexistent`, `workflow=multiturn`): Hydra would stop
+    with a 40-line traceback; this says which choices there are, with a did-you-mean."""
+    from rllm_sweeps.sweep.parse_cli import is_sweep_file_path
+
+    issues = []
+    for o in groups:
+        group = o.key_or_group
+        if "/" in group or not (CONF_DIR / group).is_dir() or o.type == OverrideType.DEL:
+            continue
+        if o.is_sweep_override():
+            if not isinstance(o.value(), ChoiceSweep):
+                continue  # glob(), range(), ...: Hydra expands them over the options that exist
+            names = list(o.sweep_string_iterator())
+        else:
+            names = [o.value()] if isinstance(o.value(), str) else []
+        choices = group_choices(group)
+        for name in names:
+            if name in choices or (group == "sweep" and is_sweep_file_path(name)):
+                continue
+            issues.append(
+                ConfigIssue(
+                    o.input_line,
+                    f"{o.input_line}: there is no {group} '{name}' (conf/{group}/): the choices are "
+                    f"{', '.join(choices)}{did_you_mean(name, choices)}",
+                )
+            )
+    return issues
 
 
 def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIssue]:

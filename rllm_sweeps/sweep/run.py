@@ -26,6 +26,7 @@ from launchers.base import Launcher
 from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.planned import job_overrides
 from rllm_sweeps.records.layout import MANIFEST_FILE
+from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.results import write_json_atomic
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import MAX_JOBS, plan_sweep
@@ -70,6 +71,9 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         raise SystemExit(EXIT_INTERRUPTED) from None
     parallel = options.parallel if options.parallel is not None else plan.spec.parallel  # the spec checks its own
     sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
+    if (problem := unwritable(sweep_dir)) is not None:
+        print(f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR", file=sys.stderr)
+        raise SystemExit(2)
     if options.dry_run:
         print(f"validated the {plan.totals.validated} jobs shown: no problem found")
         print(f"plan: {plan.write(sweep_dir)} (dry run: nothing launched)")
