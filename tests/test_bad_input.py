@@ -70,3 +70,48 @@ def test_names_too_long_and_a_sweep_file_that_refers_to_itself_are_one_line_each
     line = one_error_line(train(tmp_path, "-m", "+sweep=cycle.yaml"))
     assert "cycle.yaml: line 4: the alias *a" in line
     assert not (tmp_path / "outputs").exists() and not (tmp_path / "multirun").exists()
+
+
+def test_a_missing_or_corrupt_data_file_is_a_config_problem_a_good_one_is_not(tmp_path):
+    from rllm_sweeps.config.data_files import data_file_issues
+
+    (tmp_path / "good.jsonl").write_text('{"question": "1+1?", "answer": "#### 2"}\n')
+    (tmp_path / "bad.jsonl").write_text("not json\n")
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 and then nothing")
+
+    def problem(path: Path) -> str:
+        issues = data_file_issues({"task": {"dataset": {"path": str(path), "val_size": 4}}})
+        return " ".join(i.message for i in issues)
+
+    assert problem(tmp_path / "good.jsonl") == ""
+    assert "there is no file" in problem(tmp_path / "missing.jsonl")
+    assert "line 1 is not JSON" in problem(tmp_path / "bad.jsonl")
+    assert "not a readable parquet file" in problem(tmp_path / "bad.parquet")
+    assert data_file_issues({"task": {"dataset": {"path": None}}}) == []  # the task's bundled sample
+
+
+def test_an_empty_sweep_file_is_an_error_not_one_default_job(tmp_path):
+    from rllm_sweeps.sweep.parse_cli import load_sweep_file
+    from rllm_sweeps.sweep.spec import SweepError
+
+    (tmp_path / "empty.yaml").write_text("# nothing yet\n")
+    with pytest.raises(SweepError, match="the sweep file is empty"):
+        load_sweep_file(tmp_path / "empty.yaml")
+
+
+@pytest.mark.slow
+def test_the_dry_run_refuses_a_missing_data_file_and_a_plus_key_nothing_reads(tmp_path):
+    dry = ["-m", "task=gsm8k", "hydra.sweeper.dry_run=true"]  # one job: one line
+    line = one_error_line(train(tmp_path, *dry, "task.dataset.path=missing.jsonl"))
+    assert "task.dataset.path='missing.jsonl' is invalid: there is no file" in line
+    line = one_error_line(train(tmp_path, "-m", "+trainer.lrr=1e-3,3e-3", "hydra.sweeper.dry_run=true"))
+    assert "unknown key 'trainer.lrr'; did you mean 'trainer.lr'" in line
+    assert not (tmp_path / "multirun").exists()
+
+
+def test_a_model_path_that_is_a_file_says_it_is_a_file_not_that_it_does_not_exist(tmp_path):
+    from rllm_sweeps.config.rules import model_path
+
+    (tmp_path / "model.safetensors").write_bytes(b"\0")
+    problem = model_path(str(tmp_path / "model.safetensors"))
+    assert "is a file" in problem and "there is no" not in problem

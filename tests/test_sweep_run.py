@@ -67,14 +67,20 @@ def test_a_zip_crossed_with_seeds_runs_four_jobs_two_at_a_time_and_reports_two_r
 
 
 @pytest.mark.timed
-def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path):
+def test_dry_run_prints_the_plan_with_the_parallel_the_run_would_use_and_launches_nothing(tmp_path):
     start = time.monotonic()
     proc = run_sweep(
-        tmp_path, "trainer.lr=range(1,101)", "rollout.n=range(1,1001)", "hydra.sweeper.dry_run=true", timeout=120
+        tmp_path,
+        "trainer.lr=range(1,101)",
+        "rollout.n=range(1,1001)",
+        "hydra.sweeper.dry_run=true",
+        "hydra.sweeper.parallel=3",  # over the spec's parallel (1): what the run would use
+        timeout=120,
     )
     elapsed = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "100000" in proc.stdout.replace(",", "")
+    assert proc.stdout.splitlines()[0].endswith("jobs, parallel 3"), proc.stdout[:500]
     assert not (tmp_path / "jobs").exists()
     assert elapsed < 30  # process start included; the planning itself is timed in test_sweep_plan
 

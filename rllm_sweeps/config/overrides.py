@@ -107,7 +107,11 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
     known = set(all_keys(cfg))
     issues = []
     for o in values:
-        if o.type in (OverrideType.ADD, OverrideType.FORCE_ADD) or o.key_or_group in known:
+        if o.key_or_group in known:
+            continue
+        if o.type in (OverrideType.ADD, OverrideType.FORCE_ADD):
+            if (unread := unread_added_key(o.key_or_group, known)) is not None:
+                issues.append(ConfigIssue(o.key_or_group, unread))
             continue
         key = o.key_or_group
         special = rllm_hint(key) or skyrl_refusal(o)
@@ -133,6 +137,22 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
             )
         )
     return issues
+
+
+# The sections of the common keys: this project's code reads each of their keys by name, so a key
+# `+` adds there is read by nothing (a sweep over it would run identical jobs). Elsewhere (task.*,
+# workflow.*, a loader's or a workflow's own arguments) a `+` key may be read by the user's code.
+COMMON_SECTIONS = ("model", "data", "rollout", "trainer", "algorithm", "resources")
+
+
+def unread_added_key(key: str, known: set[str]) -> str | None:
+    """Why `+key` (a key the config lacks) is refused, or None when something may read it."""
+    if key.split(".", 1)[0] not in COMMON_SECTIONS:
+        return None
+    return (
+        f"unknown key '{key}'{did_you_mean_key(key, known)} `+` adds a key the config lacks, and nothing "
+        f"reads a {key.split('.', 1)[0]}.* key the config does not have (`rllm-sweeps keys` lists them)"
+    )
 
 
 def rllm_hint(key: str) -> str:

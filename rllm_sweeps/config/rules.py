@@ -138,6 +138,8 @@ def model_path(v: Any) -> str | None:
     if v.startswith("builtin:"):
         return None if v.removeprefix("builtin:") in BUILTIN_MODELS else f"one of {builtins}"
     local = Path(v).expanduser()
+    if local.is_file():
+        return f"a model directory (the one that holds config.json); {local} is a file"
     if local.is_dir():
         return None if (local / "config.json").is_file() else "a Hugging Face model directory (it has no config.json)"
     if is_hub_id(v):

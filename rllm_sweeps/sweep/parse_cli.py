@@ -74,6 +74,9 @@ def load_sweep_file(path: Path) -> dict[str, Any]:
     if (cycle := anchor_cycle(path)) is not None:
         raise SweepError([ConfigIssue(str(path), f"{display(path)}: {cycle}")])
     data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    if not data:  # not a sweep of one default job, silently
+        empty = f"{display(path)}: the sweep file is empty: give it `parameters:` (docs/SWEEPS.md)"
+        raise SweepError([ConfigIssue(str(path), empty)])
     if not isinstance(data, dict):
         raise SweepError([ConfigIssue(str(path), f"{display(path)}: a sweep file is a mapping, got {data!r}")])
     if set(data) == {"sweep"} and isinstance(data["sweep"], dict):

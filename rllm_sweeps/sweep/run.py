@@ -59,7 +59,10 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
             # Planned once: the table is printed as soon as the jobs shown are composed (no SkyRL
             # import needed), then those jobs are validated.
             plan = plan_sweep(
-                arguments, limit=options.rows, preview=lambda p: print(p.render(rows=options.rows)), **plan_args
+                arguments,
+                limit=options.rows,
+                preview=lambda p: print(p.render(rows=options.rows, parallel=options.parallel)),
+                **plan_args,
             )
         else:
             plan = plan_sweep(arguments, max_jobs=options.max_jobs, progress=print_planning, **plan_args)
