@@ -80,6 +80,7 @@ COLOCATED_ENGINES = "rllm_colocated_engines"
 MINI_BATCH = "rllm_mini_batch"
 KL_BETA = "rllm_kl_beta"
 RUN_NAME = "rllm_run_name"  # hydra.run.dir: a job by hand's directory from its overrides
+LOCAL_SLURM_CONF = "rllm_local_slurm_conf"  # conf/cluster/local.yaml: the local cluster's slurm.conf
 _ENGINE = "skyrl.train.generator.inference_engine."
 _POLICY = "skyrl.train.trainer.policy."
 # What each of our resolvers reads (the sweep composer re-evaluates one only when these change).
@@ -164,6 +165,12 @@ def _store_planted_tree() -> None:
     ConfigStore.instance().store(group="skyrl_native", name="planted", node=planted_tree())
 
 
+def _local_slurm_conf() -> str:
+    from rllm_sweeps.local_slurm.current import current_conf
+
+    return current_conf()
+
+
 def register_resolvers() -> None:
     """The resolvers conf/ uses for derived defaults (idempotent; no Hydra needed)."""
     if not OmegaConf.has_resolver(COLOCATED_ENGINES):
@@ -176,6 +183,8 @@ def register_resolvers() -> None:
         from rllm_sweeps.records.layout import run_name
 
         OmegaConf.register_new_resolver(RUN_NAME, run_name)
+    if not OmegaConf.has_resolver(LOCAL_SLURM_CONF):
+        OmegaConf.register_new_resolver(LOCAL_SLURM_CONF, _local_slurm_conf)
 
 
 @dataclass(frozen=True)
