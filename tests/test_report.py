@@ -486,3 +486,16 @@ def test_a_tie_between_some_points_names_them():
 
     best = best_point([point(0, 0.2), point(1, 0.7), point(2, 0.7), point(3, 0.1)], Metric("m", "maximize"))
     assert best.point.point_index == 1 and best.tied == [2]
+
+
+def test_a_truncated_result_json_shows_as_no_result_with_a_note_that_names_it(tmp_path):
+    sweep = finished_sweep(tmp_path)
+    damaged = sorted((sweep / "jobs").iterdir())[1]
+    text = (damaged / "result.json").read_text()
+    (damaged / "result.json").write_text(text[: len(text) // 2])  # a disk that filled up mid-write
+    report = build_report(sweep)
+    assert report.jobs[1].status == NO_RESULT and "cannot be read" in report.jobs[1].error
+    table = render_table(report)
+    assert (
+        f"1 job shown no-result has a result.json that cannot be read (truncated or not JSON): {damaged.name}" in table
+    )

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.attempts import read_attempts, total_time_s
+from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.report.study import StudySummary, read_study
 from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
@@ -38,6 +39,7 @@ from rllm_sweeps.results import (
 # Planned jobs with no result.json: the directory is there (the job died before writing
 # one), or not (the job never started).
 NO_RESULT = "no-result"
+DAMAGED_RESULT = "result.json cannot be read (truncated or not JSON)"
 NOT_STARTED = "not-started"
 STATUS_ORDER = (COMPLETED, PRUNED, RUNNING, PREEMPTED, FAILED, NO_RESULT, NOT_STARTED)
 
@@ -163,6 +165,15 @@ def build_report(sweep_dir: Path | str) -> Report:
 
     planned_jobs = int(plan.totals.get("jobs") or len(jobs))
     notes = unmoved_notes(jobs, metrics)
+    damaged = [j for j in jobs if j.status == NO_RESULT and j.error == DAMAGED_RESULT]
+    if damaged:
+        names = ", ".join(j.job_dir.name for j in damaged[:3] if j.job_dir) + (" ..." if len(damaged) > 3 else "")
+        many = len(damaged) > 1
+        notes.append(
+            f"{len(damaged)} job{'s' if many else ''} shown {NO_RESULT} {'have' if many else 'has'} a result.json "
+            f"that cannot be read (truncated or not JSON): {names}; rerunning the sweep runs "
+            f"{'them' if many else 'it'} again"
+        )
     if not plan.complete or planned_jobs > len(jobs):
         notes.append(f"plan.json lists {len(jobs)} of the plan's {planned_jobs} jobs (a dry run's partial plan)")
     unplanned = sd.unplanned({j.config_hash for j in jobs})
@@ -252,6 +263,8 @@ def _job_row(sd: SweepDir, planned: dict[str, Any], swept: list[str], metrics: l
         return row
     if result is None:
         row.status = NO_RESULT
+        if JobPaths(job_dir).result.exists():  # there, but not JSON: cut short (a full disk, a copy)
+            row.error = DAMAGED_RESULT
         return row
     _fill_from_result(row, result, _Curve(job_dir), metrics)
     return row
