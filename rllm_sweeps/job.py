@@ -246,7 +246,8 @@ def _train(
         phases = {"sample": 0.0, "forward_backward": 0.0, "optim": 0.0, "other": 0.0}
 
         def on_step_end(metrics: dict) -> None:
-            metrics_log.append({"kind": "train", "time": time.time(), **metrics})
+            # total_steps: a sweep's progress line shows each running job's step of its total.
+            metrics_log.append({"kind": "train", "time": time.time(), "total_steps": trainer.total_steps, **metrics})
             for name in phases:
                 phases[name] += metrics[f"time_{name}_s"]
             for t in trackers:

@@ -23,3 +23,18 @@ def test_a_single_job_whose_reward_never_left_0_says_so_on_its_final_line(capsys
 def test_a_single_job_whose_reward_moved_says_nothing_more(capsys: pytest.CaptureFixture[str]):
     _print_outcome(completed(0.0, 0.25))
     assert capsys.readouterr().out.strip() == "done: 4 steps in 9s, final val_reward_mean=0.2500"
+
+
+def test_a_validation_line_of_a_workflow_with_several_roles_shows_each_roles_accuracy():
+    import io
+
+    from rllm_sweeps.trackers import ConsoleProgress
+
+    out = io.StringIO()
+    console = ConsoleProgress(total_steps=4, stream=out)
+    console.log({"val_reward_mean": 0.5, "val_judge_acc": 0.25, "val_solver_acc": 0.75, "val_turns_mean": 3.0}, 2)
+    console.log({"val_reward_mean": 0.5, "val_solver_acc": 0.5}, 4)  # one role: val_reward says it
+    assert out.getvalue().splitlines() == [
+        "[val]  step    2/4  val_reward 0.500  judge_acc 0.250  solver_acc 0.750",
+        "[val]  step    4/4  val_reward 0.500",
+    ]
