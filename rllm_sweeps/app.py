@@ -169,6 +169,7 @@ SWEEP_SETTING_HELP = {
 
 def usage() -> str:
     from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.config.overrides import group_choices
     from rllm_sweeps.keymap import KEY_MAPPINGS
 
     cfg = load_config([], notify=lambda _: None)
@@ -185,6 +186,8 @@ def usage() -> str:
     for section in ("model", "data", "rollout", "trainer", "algorithm", "resources"):
         for key, value in _leaves(OmegaConf.to_container(cfg[section], resolve=True), section):
             lines.append(f"  {key:<36} {value!r:<24} {'-> ' + natives[key][0] if key in natives else ''}")
+    lines += ["", "Config groups (GROUP=CHOICE: conf/GROUP/CHOICE.yaml; * the default):"]
+    lines += group_lines()
     example = next(m for m in KEY_MAPPINGS if m.common == "trainer.lr")
     lines += [
         "",
@@ -192,7 +195,8 @@ def usage() -> str:
         f"  {example.native}=2e-6   (the same setting as {example.common})",
         "",
         "Sweeps (with -m; docs/SWEEPS.md): KEY=A,B / range(...) / interval(a,b) on any key, or a sweep file:",
-        "  +sweep=NAME (conf/sweep/NAME.yaml) or +sweep=PATH.yaml (also a W&B sweep file)",
+        f"  +sweep=NAME (conf/sweep/NAME.yaml: {', '.join(group_choices('sweep'))}) or +sweep=PATH.yaml"
+        " (also a W&B sweep file)",
     ]
     for key in cfg.sweep:
         if key != "optuna":
@@ -205,6 +209,31 @@ def usage() -> str:
         "Hydra's own help: --hydra-help",
     ]
     return "\n".join(lines)
+
+
+GROUP_HELP = {
+    "task": "the dataset and reward",
+    "workflow": "what one episode is (docs/WORKFLOWS.md)",
+    "backend": "the trainer's native tree",
+    "cluster": "a SLURM profile, with -m (docs/SLURM.md)",
+}
+
+
+def group_lines() -> list[str]:
+    """'  task=        gsm8k | guess_letter | toy_letters*   the dataset and reward': conf/'s groups
+    (but sweep, listed with the sweeps), each with its choices and its default from conf/config.yaml."""
+    from rllm_sweeps.config.compose import CONF_DIR
+    from rllm_sweeps.config.overrides import group_choices
+
+    defaults: dict[str, str] = {}
+    for entry in OmegaConf.load(CONF_DIR / "config.yaml").get("defaults", []):
+        if isinstance(entry, DictConfig):
+            defaults.update({str(k): str(v) for k, v in entry.items()})
+    lines = []
+    for group in sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "sweep"):
+        choices = " | ".join(c + ("*" if defaults.get(group) == c else "") for c in group_choices(group))
+        lines.append(f"  {group + '=':<13}{choices:<45} {GROUP_HELP.get(group, '')}".rstrip())
+    return lines
 
 
 def _leaves(tree: dict, prefix: str) -> list[tuple[str, object]]:

@@ -419,6 +419,16 @@ def quiet_library_logs() -> None:
     level = logging.INFO if os.environ.get(LIBRARY_LOGS_ENV, "").lower() == "info" else logging.WARNING
     for name in ("skyrl", "absl", "jax._src.xla_bridge"):
         logging.getLogger(name).setLevel(level)
+    if level > logging.INFO and not any(isinstance(f, _NoTensorflowNotice) for f in logging.getLogger("absl").filters):
+        logging.getLogger("absl").addFilter(_NoTensorflowNotice())
+
+
+class _NoTensorflowNotice:
+    """Drops the warning a library of JAX's (etils' gfile) gives on every run without TensorFlow,
+    which this project never uses ("Tensorflow library not found, ... GCS paths cannot be accessed")."""
+
+    def filter(self, record: Any) -> bool:
+        return not str(record.getMessage()).startswith("Tensorflow library not found")
 
 
 def package_versions() -> dict[str, str]:

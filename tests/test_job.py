@@ -217,6 +217,8 @@ def test_two_commands_by_hand_both_run_each_in_its_own_directory_and_a_rerun_fin
     for command in commands:
         proc = by_hand(*command)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        # A default run says nothing about what it does not use (TensorFlow, gradient clipping).
+        assert "Tensorflow library not found" not in proc.stderr and "max_grad_norm" not in proc.stderr
     runs = sorted(p.name for p in (tmp_path / "outputs" / "rllm-sweeps" / "default").iterdir())
     assert runs == sorted(run_name(",".join(sorted(c))) for c in commands)  # Hydra's override_dirname
     again = by_hand(*reversed(short))  # the same command: its own directory, its job completed there
