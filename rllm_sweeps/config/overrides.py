@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.issues import ConfigIssue
+from rllm_sweeps.config.paths import is_sweep_file_path
 from rllm_sweeps.config.private_api import child_node
 from rllm_sweeps.problems import did_you_mean, did_you_mean_key
 
@@ -73,8 +74,6 @@ def group_choices(group: str) -> list[str]:
 def unknown_choice_issues(groups: list[Override]) -> list[ConfigIssue]:
     """Group choices conf/ does not have (`task=nonexistent`, `workflow=multiturn`): Hydra would stop
     with a 40-line traceback; this says which choices there are, with a did-you-mean."""
-    from rllm_sweeps.sweep.parse_cli import is_sweep_file_path
-
     issues = []
     for o in groups:
         group = o.key_or_group

@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.issues import ConfigIssue
+from rllm_sweeps.config.paths import is_sweep_file_path
 from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.sweep.param import Param
@@ -32,11 +33,6 @@ from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec
 
 SWEEP_DIR = CONF_DIR / "sweep"
 SWEEP_GROUP = "sweep"
-
-
-def is_sweep_file_path(name: str) -> bool:
-    """`+sweep=X` names a file by path (X ends in .yaml or .yml), not the option conf/sweep/X."""
-    return name.endswith((".yaml", ".yml"))
 
 
 def sweep_file_path(name: str) -> Path:
