@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.issues import ConfigError
+from rllm_sweeps.records.writable import unwritable
 
 EXIT_BAD_CONFIG = 2
 # The overrides preflight() validated (a single job): the Hydra app need not validate them again.
@@ -31,7 +33,6 @@ def command_line(argv: list[str], notify: Callable[[str], None]) -> list[str]:
     """train.py's arguments as Hydra takes them: rLLM's and SkyRL's spellings made canonical
     (config/spelling.py), and a sweep file given by path (`+sweep=PATH.yaml`, which Hydra would
     look up as a config-group option) handed to the sweeper by path."""
-    from pathlib import Path
 
     from rllm_sweeps.config.spelling import canonical_overrides
     from rllm_sweeps.sweep.parse_cli import is_sweep_file_path
@@ -82,6 +83,7 @@ def preflight(argv: list[str]) -> None:
         fail(f"'{sweep_file}' selects a sweep, which runs with -m: python train.py -m {' '.join(args.overrides)}")
     try:
         if args.multirun:
+            check_sweep_file(sweep_file)  # before Hydra composes it
             check_override_keys(args.overrides, where="command line")  # the sweeper checks each job
         elif args.cfg == "job":
             cfg = load_config(args.overrides, where="command line")
@@ -90,12 +92,34 @@ def preflight(argv: list[str]) -> None:
             raise SystemExit(0)
         else:
             global _validated
+            if (problem := unwritable(run_dir_hint(args.overrides))) is not None:
+                fail(f"{problem}: run where you may write, or give the job a directory: hydra.run.dir=DIR")
             if not validated_by_sweeper(args.overrides):
                 # Every problem before Hydra makes the job's directory.
                 load_config(args.overrides, where="command line", notify=lambda _: None)
             _validated = tuple(job_overrides(args.overrides))
     except ConfigError as err:
         fail(str(err))
+
+
+def check_sweep_file(selector: str | None) -> None:
+    """A sweep file that refers to itself (a YAML anchor cycle): one line naming the line, before
+    Hydra composes it (it would recurse until Python stops it, thousands of lines)."""
+    from rllm_sweeps.sweep.parse_cli import anchor_cycle, display, sweep_file_path
+
+    if selector is None:
+        return
+    key, _, value = selector.partition("=")
+    path = Path(value) if key == SWEEP_FILE_SETTING else sweep_file_path(value)
+    if path.is_file() and (cycle := anchor_cycle(path)) is not None:
+        fail(f"Invalid sweep: {display(path)}: {cycle}")
+
+
+def run_dir_hint(overrides: list[str]) -> Path:
+    """Where Hydra will make the job's directory, as far as the command line says before Hydra
+    runs: hydra.run.dir when given plainly, else the outputs/ directory it goes under."""
+    given = [o.split("=", 1)[1] for o in overrides if o.lstrip("+").startswith("hydra.run.dir=")]
+    return Path(given[-1]) if given and "${" not in given[-1] else Path("outputs")
 
 
 def run_hydra_job(cfg: DictConfig) -> dict:
@@ -110,9 +134,15 @@ def run_hydra_job(cfg: DictConfig) -> dict:
     except ConfigError as err:
         fail(str(err))
     from rllm_sweeps.job import EXIT_PREEMPTED, run_job
+    from rllm_sweeps.job_dir import JobRefused
     from rllm_sweeps.results import COMPLETED, PREEMPTED, PRUNED
 
-    result = run_job(cfg, overrides)
+    try:
+        result = run_job(cfg, overrides)
+    except JobRefused as err:
+        fail(str(err))
+    except PermissionError as err:  # a directory or file of the job that this user may not write
+        fail(f"permission denied: cannot write {err.filename}: make it writable, or give the job another directory")
     if result.status == PREEMPTED:
         raise SystemExit(EXIT_PREEMPTED)
     if result.status not in (COMPLETED, PRUNED):  # pruned: stopped by its Optuna trial's pruner, as asked
@@ -139,6 +169,7 @@ SWEEP_SETTING_HELP = {
 
 def usage() -> str:
     from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.config.overrides import group_choices
     from rllm_sweeps.keymap import KEY_MAPPINGS
 
     cfg = load_config([], notify=lambda _: None)
@@ -155,6 +186,8 @@ def usage() -> str:
     for section in ("model", "data", "rollout", "trainer", "algorithm", "resources"):
         for key, value in _leaves(OmegaConf.to_container(cfg[section], resolve=True), section):
             lines.append(f"  {key:<36} {value!r:<24} {'-> ' + natives[key][0] if key in natives else ''}")
+    lines += ["", "Config groups (GROUP=CHOICE: conf/GROUP/CHOICE.yaml; * the default):"]
+    lines += group_lines()
     example = next(m for m in KEY_MAPPINGS if m.common == "trainer.lr")
     lines += [
         "",
@@ -162,7 +195,8 @@ def usage() -> str:
         f"  {example.native}=2e-6   (the same setting as {example.common})",
         "",
         "Sweeps (with -m; docs/SWEEPS.md): KEY=A,B / range(...) / interval(a,b) on any key, or a sweep file:",
-        "  +sweep=NAME (conf/sweep/NAME.yaml) or +sweep=PATH.yaml (also a W&B sweep file)",
+        f"  +sweep=NAME (conf/sweep/NAME.yaml: {', '.join(group_choices('sweep'))}) or +sweep=PATH.yaml"
+        " (also a W&B sweep file)",
     ]
     for key in cfg.sweep:
         if key != "optuna":
@@ -175,6 +209,31 @@ def usage() -> str:
         "Hydra's own help: --hydra-help",
     ]
     return "\n".join(lines)
+
+
+GROUP_HELP = {
+    "task": "the dataset and reward",
+    "workflow": "what one episode is (docs/WORKFLOWS.md)",
+    "backend": "the trainer's native tree",
+    "cluster": "a SLURM profile, with -m (docs/SLURM.md)",
+}
+
+
+def group_lines() -> list[str]:
+    """'  task=        gsm8k | guess_letter | toy_letters*   the dataset and reward': conf/'s groups
+    (but sweep, listed with the sweeps), each with its choices and its default from conf/config.yaml."""
+    from rllm_sweeps.config.compose import CONF_DIR
+    from rllm_sweeps.config.overrides import group_choices
+
+    defaults: dict[str, str] = {}
+    for entry in OmegaConf.load(CONF_DIR / "config.yaml").get("defaults", []):
+        if isinstance(entry, DictConfig):
+            defaults.update({str(k): str(v) for k, v in entry.items()})
+    lines = []
+    for group in sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "sweep"):
+        choices = " | ".join(c + ("*" if defaults.get(group) == c else "") for c in group_choices(group))
+        lines.append(f"  {group + '=':<13}{choices:<45} {GROUP_HELP.get(group, '')}".rstrip())
+    return lines
 
 
 def _leaves(tree: dict, prefix: str) -> list[tuple[str, object]]:

@@ -11,23 +11,23 @@ command in the same directory resumes from it.
 
 from __future__ import annotations
 
-import fcntl
 import importlib.metadata
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import traceback
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.cachedir import cache_dir
 from rllm_sweeps.config.gpu_trainer_rules import node_gpus
 from rllm_sweeps.config.paths import REPO_ROOT
+from rllm_sweeps.failures import failure_kind
+from rllm_sweeps.job_dir import JobLost, JobRefused, hold_job_dir, note_holder, refusal_reason, write_hydra_record
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.records.attempts import AttemptFence, read_attempts
 from rllm_sweeps.records.layout import JobPaths
@@ -44,6 +44,7 @@ from rllm_sweeps.results import (
     MetricsLog,
     best_values,
     judged_metrics,
+    never_moved,
     read_metrics,
 )
 
@@ -53,10 +54,6 @@ VERSIONED_PACKAGES = ("rllm-sweeps", "skyrl", "jax", "ray", "hydra-core", "optun
 
 class JobFailed(RuntimeError):
     """The job could not run; the message says why and what to do."""
-
-
-class JobLost(OSError):
-    """The job's directory is still held by an earlier attempt (an infrastructure failure)."""
 
 
 class StopRequested:
@@ -93,15 +90,19 @@ class StopRequested:
 
 
 def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) -> JobResult:
-    """Train one validated config in `job_dir` (default: Hydra's output directory)."""
+    """Train one validated config in `job_dir` (default: Hydra's output directory).
+
+    Raises JobRefused, having written nothing, when the directory holds another configuration's
+    completed record or checkpoints."""
+    hydra_cfg = None
     if job_dir is None:
         from hydra.core.hydra_config import HydraConfig
 
-        job_dir = Path(HydraConfig.get().runtime.output_dir)
+        hydra_cfg = HydraConfig.get()
+        job_dir = Path(hydra_cfg.runtime.output_dir)
     job_dir = Path(job_dir).resolve()
     job_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    quiet_library_logs()
     chash = config_hash(cfg)
     try:
         # Before reading or writing anything: an earlier attempt of this job (one whose node
@@ -122,9 +123,19 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         and previous.config_hash == chash
         and cfg.trainer.resume_mode == "auto"
     ):
+        lock.close()
         print(f"job {chash} in {job_dir} already completed (trainer.resume_mode=disable to train again)")
         _print_outcome(previous)
         return previous
+    refusal = refusal_reason(cfg, job_dir, chash, previous)
+    if refusal is not None:  # refused before anything in the directory changed
+        lock.close()
+        raise JobRefused(refusal)
+    # From here on the directory is this run's.
+    note_holder(lock)
+    if hydra_cfg is not None:
+        write_hydra_record(JobPaths(job_dir).hydra, cfg, hydra_cfg)
+    quiet_library_logs()
     result = JobResult(
         status=RUNNING,
         config_hash=chash,
@@ -143,7 +154,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
     stop = StopRequested()
     try:
         check_engine_available(cfg)
-        resume_from = find_resume_point(cfg, job_dir, chash, previous)
+        resume_from = find_resume_point(cfg, job_dir)
         if resume_from is not None and previous is not None:
             result.restarts = previous.restarts + 1
         JobPaths(job_dir).config.write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -243,7 +254,8 @@ def _train(
         phases = {"sample": 0.0, "forward_backward": 0.0, "optim": 0.0, "other": 0.0}
 
         def on_step_end(metrics: dict) -> None:
-            metrics_log.append({"kind": "train", "time": time.time(), **metrics})
+            # total_steps: a sweep's progress line shows each running job's step of its total.
+            metrics_log.append({"kind": "train", "time": time.time(), "total_steps": trainer.total_steps, **metrics})
             for name in phases:
                 phases[name] += metrics[f"time_{name}_s"]
             for t in trackers:
@@ -361,61 +373,6 @@ def build_backend(cfg: DictConfig, settings: Any, job_dir: Path, parallel_calls:
     return make_jax_backend(model_dir, settings, **sizes, parallel_calls=parallel_calls, **jax_settings), tokenizer
 
 
-def failure_kind(err: BaseException) -> str:
-    """ "infrastructure" (worth a retry elsewhere: host memory, disk, Ray/node loss), OUT_OF_MEMORY (the
-    accelerator's: XLA's RESOURCE_EXHAUSTED, torch's CUDA out of memory) or "user" (config, code)."""
-    if is_out_of_device_memory(err):
-        return OUT_OF_MEMORY
-    infrastructure: tuple[type[BaseException], ...] = (MemoryError, OSError)
-    try:
-        import ray.exceptions
-
-        from rllm_sweeps.runtime.errors import RayClusterError
-
-        infrastructure += (ray.exceptions.RaySystemError, ray.exceptions.RayActorError, RayClusterError)
-    except ImportError:
-        pass
-    return "infrastructure" if isinstance(err, infrastructure) else "user"
-
-
-def is_out_of_device_memory(err: BaseException) -> bool:
-    """Whether `err` (or what it was raised from) is an accelerator allocation that failed: XLA says
-    RESOURCE_EXHAUSTED (JAX on a GPU; on the CPU for an allocation past what the host has), torch
-    raises its OutOfMemoryError ("CUDA out of memory")."""
-    seen: BaseException | None = err
-    while seen is not None:
-        text = str(seen)
-        if ("RESOURCE_EXHAUSTED" in text and "memory" in text.lower()) or type(seen).__name__ == "OutOfMemoryError":
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def hold_job_dir(job_dir: Path, wait_s: float = 300) -> IO[str]:
-    """An exclusive lock on the job directory, held until the process exits: never two
-    attempts of one job writing at once. Waits up to `wait_s` for an earlier holder."""
-    lock_path = JobPaths(job_dir).lock
-    lock = lock_path.open("a+")
-    deadline = time.monotonic() + wait_s
-    waited = False
-    while True:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise JobLost(f"an earlier attempt of this job still holds {lock_path} after {wait_s:.0f}s") from None
-            if not waited:
-                print("waiting for an earlier attempt of this job to stop", file=sys.stderr, flush=True)
-                waited = True
-            time.sleep(1)
-    lock.seek(0)
-    lock.truncate()
-    lock.write(f"{os.getpid()} {socket.gethostname()}\n")
-    lock.flush()
-    return lock
-
-
 def check_engine_available(cfg: DictConfig) -> None:
     """The GPU trainer needs CUDA and vLLM: say so before Ray or a model starts."""
     engine = str(cfg.skyrl.engine)
@@ -442,20 +399,13 @@ def _cuda_available() -> bool:
         return False
 
 
-def find_resume_point(cfg: DictConfig, job_dir: Path, chash: str, previous: JobResult | None) -> Path | None:
+def find_resume_point(cfg: DictConfig, job_dir: Path) -> Path | None:
     """The checkpoint to resume from (trainer.resume_mode=auto), or None to start fresh."""
     from rllm_sweeps.training.checkpoints import latest_checkpoint
 
-    ckpt = latest_checkpoint(JobPaths(job_dir).checkpoints)
-    if ckpt is None or cfg.trainer.resume_mode == "disable":
+    if cfg.trainer.resume_mode == "disable":
         return None
-    if previous is not None and previous.config_hash != chash:
-        raise JobFailed(
-            f"{job_dir} holds checkpoints of another configuration (config hash {previous.config_hash}, "
-            f"now {chash}). Use another directory (e.g. trainer.experiment_name=...) or "
-            f"trainer.resume_mode=disable to start over in this one."
-        )
-    return ckpt
+    return latest_checkpoint(JobPaths(job_dir).checkpoints)
 
 
 LIBRARY_LOGS_ENV = "RLLM_SWEEPS_LIBRARY_LOGS"  # "info": keep SkyRL's own INFO lines in the job's log
@@ -473,6 +423,16 @@ def quiet_library_logs() -> None:
     level = logging.INFO if os.environ.get(LIBRARY_LOGS_ENV, "").lower() == "info" else logging.WARNING
     for name in ("skyrl", "absl", "jax._src.xla_bridge"):
         logging.getLogger(name).setLevel(level)
+    if level > logging.INFO and not any(isinstance(f, _NoTensorflowNotice) for f in logging.getLogger("absl").filters):
+        logging.getLogger("absl").addFilter(_NoTensorflowNotice())
+
+
+class _NoTensorflowNotice:
+    """Drops the warning a library of JAX's (etils' gfile) gives on every run without TensorFlow,
+    which this project never uses ("Tensorflow library not found, ... GCS paths cannot be accessed")."""
+
+    def filter(self, record: Any) -> bool:
+        return not str(record.getMessage()).startswith("Tensorflow library not found")
 
 
 def package_versions() -> dict[str, str]:
@@ -501,7 +461,12 @@ def _print_outcome(result: JobResult) -> None:
     if result.status == COMPLETED:
         reward = result.final.get(DEFAULT_METRIC)
         shown = f"{reward:.4f}" if isinstance(reward, int | float) else "not measured"
-        print(f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final {DEFAULT_METRIC}={shown}")
+        seen = [float(v[DEFAULT_METRIC]) for v in result.validations if isinstance(v.get(DEFAULT_METRIC), int | float)]
+        flat = never_moved(DEFAULT_METRIC, seen, f"every validation ({len(seen)})")
+        print(
+            f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final {DEFAULT_METRIC}={shown}"
+            + (f"; note: {flat}" if flat else "")
+        )
     elif result.status == PRUNED:
         print(f"pruned at step {result.steps}: the trial's pruner stopped it")
     elif result.status == PREEMPTED:

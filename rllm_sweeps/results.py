@@ -103,6 +103,30 @@ def best_values(validations: list[dict[str, Any]], metrics: list[tuple[str, str]
     return best
 
 
+def same_value(values: list[float]) -> float | None:
+    """The one value all of `values` have (to rounding), or None when they differ or there are none:
+    a metric that never moved, across a job's validations or a sweep's jobs."""
+    if not values:
+        return None
+    low, high = min(values), max(values)
+    return low if high - low <= 1e-9 * max(1.0, abs(high)) else None
+
+
+def never_moved(name: str, values: list[float], where: str) -> str | None:
+    """What to say of a metric that never moved over `values` (None: it moved). `where` names them
+    ("every validation", "all 4 completed jobs"). A single nonzero value says nothing."""
+    value = same_value(values)
+    if value is None or (value != 0 and len(values) < 2):
+        return None
+    if value == 0:
+        return (
+            f"{name} was 0 in {where}: it never left 0 (the model never earned a reward: a task too hard "
+            f"for this model, responses too short for an answer (data.max_response_length), or a reward "
+            f"that cannot be met)"
+        )
+    return f"{name} was {value:.4g} in {where}: it never moved"
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from rllm_sweeps.records import attempts
-from rllm_sweeps.records.layout import PLAN_FILE, SweepPaths
+from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.report.sweepdir import not_a_sweep_dir
 from rllm_sweeps.results import DEFAULT_METRIC, JobResult, read_metrics
 
 
@@ -80,8 +81,8 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
 def cmd_status(args: argparse.Namespace) -> int:
     """Per job of a sweep: scheduler id, state, node(s), GPUs, elapsed, last metric, restarts, retries."""
     sweep_dir = Path(args.sweep_dir)
-    if not (sweep_dir / PLAN_FILE).exists():
-        print(f"error: {sweep_dir} is not a sweep directory (no {PLAN_FILE})", file=sys.stderr)
+    if (problem := not_a_sweep_dir(sweep_dir)) is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     rows = status_rows(sweep_dir)
     if not rows:

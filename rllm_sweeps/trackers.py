@@ -28,6 +28,10 @@ class ConsoleProgress:
     def log(self, metrics: dict[str, Any], step: int) -> None:
         if DEFAULT_METRIC in metrics:
             line = f"[val]  step {step:>4}/{self.total_steps}  val_reward {metrics[DEFAULT_METRIC]:.3f}"
+            # A workflow of several roles (solver-judge): each role's accuracy, as result.json has it.
+            roles = sorted(k for k in metrics if k.startswith("val_") and k.endswith("_acc"))
+            if len(roles) > 1:
+                line += "".join(f"  {k.removeprefix('val_')} {metrics[k]:.3f}" for k in roles)
         else:
             done = step - self.first_step
             per_step = (time.monotonic() - self.started) / max(done, 1)

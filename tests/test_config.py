@@ -146,11 +146,16 @@ def test_cfg_job_prints_the_reconciled_config():
     assert printed.trainer.lr == 2e-6
 
 
-def test_help_lists_the_main_common_keys():
+def test_help_lists_the_main_common_keys_and_the_config_groups_with_their_choices():
     proc = subprocess.run([sys.executable, TRAIN, "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     for key in ("trainer.lr", "rollout.n", "data.train_batch_size", "algorithm.adv_estimator", "model.path"):
         assert key in proc.stdout
+    groups = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("  ") and "= " in line}
+    assert "gsm8k | guess_letter | toy_letters*" in groups["task="]
+    assert "multi_turn | single_turn* | solver_judge" in groups["workflow="]
+    assert "local" in groups["cluster="]
+    assert "lr_grid" in proc.stdout  # the sweep files +sweep= selects
 
 
 # SkyRL's own GSM8K GRPO example (examples/train/gsm8k/run_gsm8k.sh in SkyRL 0.4.0), with

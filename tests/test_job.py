@@ -18,7 +18,7 @@ from ray_auth_checks import (
     job_token,
 )
 
-from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.layout import JobPaths, run_name
 from rllm_sweeps.results import VALIDATION_METRICS, JobResult, read_metrics
 from rllm_sweeps.runtime.processes import pid_alive
 
@@ -205,3 +205,55 @@ def test_a_job_given_two_devices_trains_data_parallel_over_both(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "JAX trains data-parallel over 2 cpu devices" in proc.stdout
     assert JobResult.read(tmp_path / "job").steps == 1
+
+
+def directory_bytes(root: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and directory (None) under `root`, by relative path."""
+    return {str(p.relative_to(root)): None if p.is_dir() else p.read_bytes() for p in sorted(root.rglob("*"))}
+
+
+def test_a_run_refused_on_a_completed_job_directory_changes_no_byte_there_and_the_job_still_reads_completed(tmp_path):
+    job_dir = tmp_path / "job"
+    short = ("trainer.total_batches=1", "trainer.val_before_train=false", "trainer.save_freq=0")
+    first = run_job(job_dir, *short)
+    assert first.returncode == 0, first.stdout[-3000:]
+    before = directory_bytes(job_dir)
+    assert {"result.json", ".lock", ".hydra/overrides.yaml", "checkpoints/latest"} <= set(before)
+
+    refused = run_job(job_dir, *short, "trainer.lr=3e-3", timeout=200)
+    assert refused.returncode == 2, refused.stdout[-3000:]
+    assert "Traceback" not in refused.stdout
+    errors = [line for line in refused.stdout.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "another configuration" in errors[0] and "trainer.resume_mode=disable" in errors[0]
+    assert directory_bytes(job_dir) == before  # byte for byte, every file
+
+    again = run_job(job_dir, *short, timeout=200)  # the original command: still its completed job
+    assert again.returncode == 0 and "already completed" in again.stdout, again.stdout[-3000:]
+    assert directory_bytes(job_dir) == before
+    assert JobResult.read(job_dir).status == "completed"
+
+
+def test_two_commands_by_hand_both_run_each_in_its_own_directory_and_a_rerun_finds_its_own(tmp_path):
+    # README's order: `train.py`, then `train.py trainer.lr=3e-3 ...`: no clash over one shared directory.
+    short = ["trainer.total_batches=1", "trainer.val_before_train=false", "trainer.save_freq=0"]
+
+    def by_hand(*overrides: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, TRAIN, *overrides],
+            cwd=tmp_path,
+            env=job_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    commands = (short, [*short, "trainer.lr=3e-3"])
+    for command in commands:
+        proc = by_hand(*command)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        # A default run says nothing about what it does not use (TensorFlow, gradient clipping).
+        assert "Tensorflow library not found" not in proc.stderr and "max_grad_norm" not in proc.stderr
+    runs = sorted(p.name for p in (tmp_path / "outputs" / "rllm-sweeps" / "default").iterdir())
+    assert runs == sorted(run_name(",".join(sorted(c))) for c in commands)  # Hydra's override_dirname
+    again = by_hand(*reversed(short))  # the same command: its own directory, its job completed there
+    assert again.returncode == 0 and "already completed" in again.stdout, again.stdout[-2000:]

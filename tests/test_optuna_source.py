@@ -87,7 +87,7 @@ def test_a_rerun_settles_the_trials_a_dead_sweeper_left_running(tmp_path, jobs_f
             JobResult(status=COMPLETED, config_hash=run.job.config_hash, final={"val_reward_mean": 0.5}).write(
                 run.job_dir
             )
-    source._lock.close()  # the dead sweeper's lock goes with it
+    # (the dead sweeper's lock on the sweep directory, sweep/sweeper_lock.py, goes with it)
     again = make_source(tmp_path, budget=2)
     expected = TrialState.COMPLETE if jobs_finished else TrialState.FAIL
     assert states(again)[:2] == [expected, expected]

@@ -451,3 +451,51 @@ def test_a_jobs_time_covers_every_attempt_not_only_the_last(tmp_path):
     assert report.jobs[0].attempts == 2
     table = render_table(report)
     assert "attempts" in table and "2m40s" in table
+
+
+def test_a_metric_that_never_left_0_is_said_plainly_and_the_best_on_a_tie_says_it_is_a_tie(tmp_path):
+    # task=gsm8k with the tiny model: every job's reward stays 0; the best point means nothing.
+    sweep = finished_sweep(tmp_path, values=(0.0, 0.0, 0.0, 0.0))
+    for job_dir in sorted((sweep / "jobs").iterdir()):  # every validation 0, not only the last
+        result = JobResult.read(job_dir)
+        result.validations = [{"step": 2, "val_reward_mean": 0.0}, {"step": 4, "val_reward_mean": 0.0}]
+        result.best = {"val_reward_mean": 0.0}
+        result.write(job_dir)
+    report = build_report(sweep)
+    table, markdown = render_table(report), render_markdown(report)
+    assert report.best[0].tied == [1]
+    assert "(a tie: all 2 points give the same)" in table and "(a tie: all 2 points give the same)" in markdown
+    note = "val_reward_mean was 0 in all 4 completed jobs: it never left 0"
+    assert note in table and note in markdown
+
+
+def test_a_metric_equal_in_every_job_is_said_and_one_that_moved_is_not(tmp_path):
+    flat = build_report(finished_sweep(tmp_path / "flat", values=(0.5, 0.5, 0.5, 0.5)))
+    assert any("was 0.5 in all 4 completed jobs: it never moved" in n for n in flat.notes)
+    moved = build_report(finished_sweep(tmp_path / "moved"))
+    assert not moved.best[0].tied and not any("never" in n for n in moved.notes)
+    assert "tie" not in render_table(moved)
+
+
+def test_a_tie_between_some_points_names_them():
+    from rllm_sweeps.records.plan import Metric
+    from rllm_sweeps.report.model import Aggregate, PointRow, best_point
+
+    def point(i: int, mean: float) -> PointRow:
+        return PointRow(i, f"p{i}", {}, [], [], [i], [None], 1, {"m": Aggregate(mean, None, 1)})
+
+    best = best_point([point(0, 0.2), point(1, 0.7), point(2, 0.7), point(3, 0.1)], Metric("m", "maximize"))
+    assert best.point.point_index == 1 and best.tied == [2]
+
+
+def test_a_truncated_result_json_shows_as_no_result_with_a_note_that_names_it(tmp_path):
+    sweep = finished_sweep(tmp_path)
+    damaged = sorted((sweep / "jobs").iterdir())[1]
+    text = (damaged / "result.json").read_text()
+    (damaged / "result.json").write_text(text[: len(text) // 2])  # a disk that filled up mid-write
+    report = build_report(sweep)
+    assert report.jobs[1].status == NO_RESULT and "cannot be read" in report.jobs[1].error
+    table = render_table(report)
+    assert (
+        f"1 job shown no-result has a result.json that cannot be read (truncated or not JSON): {damaged.name}" in table
+    )

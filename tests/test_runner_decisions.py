@@ -265,3 +265,35 @@ def test_a_jobs_retry_history_survives_a_new_sweeper(tmp_path):
     assert results[0].status == COMPLETED
     assert results[0].retry_reasons == ["node failure (SLURM state NODE_FAIL)", "step launch failed"]
     assert results[0].retries == 2
+
+
+def test_the_progress_lines_best_on_a_tie_is_the_first_job_as_in_the_report_and_says_it_is_a_tie(tmp_path):
+    runner = SweepRunner(
+        StaticSource(SimpleNamespace(jobs=[]), tmp_path), tmp_path, ScriptedLauncher({}), 1, metric=Metric()
+    )
+    runner.results = {i: JobResult(COMPLETED, f"h{i}", final={"val_reward_mean": 0.0}) for i in range(3)}
+    assert runner.best() == "  best val_reward_mean=0 (job 0; a tie with 2 others)"
+    runner.results[2].final["val_reward_mean"] = 0.5
+    assert runner.best() == "  best val_reward_mean=0.5 (job 2)"
+
+
+def test_the_progress_line_shows_each_running_jobs_step_and_an_eta_before_any_job_ends(tmp_path, capsys):
+    from rllm_sweeps.results import MetricsLog
+    from rllm_sweeps.sweep.runner import JobToRun, _Running
+
+    jobs = planned(3)
+    runner = SweepRunner(
+        StaticSource(SimpleNamespace(jobs=jobs[2:]), tmp_path), tmp_path, ScriptedLauncher({}), 2, metric=Metric()
+    )
+    for job, step in ((jobs[0], 3), (jobs[1], 6)):
+        run = JobToRun(job, job_dir_for(tmp_path, job))
+        run.job_dir.mkdir(parents=True)
+        log = MetricsLog(run.job_dir)
+        log.append({"kind": "train", "time": 0.0, "total_steps": 30, "step": step, "reward_mean": 0.1})
+        log.close()
+        runner.running[job.index] = _Running(run, None, time.monotonic() - 60)  # 60 s in
+    runner.print_progress()
+    line = capsys.readouterr().out
+    assert "2 in flight (job 0 step 3/30, job 1 step 6/30), 1 to come" in line
+    # Foretold: 600 s and 300 s a job, 450 s on average; 3 jobs' worth over 2 slots.
+    assert "ETA 0:11:1" in line, line

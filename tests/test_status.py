@@ -20,3 +20,17 @@ def test_elapsed_covers_every_attempt_and_attempts_are_counted(tmp_path):
     (row,) = status_rows(tmp_path)
     assert row["elapsed"] == "160s"  # 100 s + 60 s (to the result's end), not the last attempt's 60 s
     assert row["attempts"] == "2" and row["restarts"] == "1"
+
+
+def test_status_on_a_job_directory_names_its_sweep_directory(tmp_path, capsys):
+    import argparse
+
+    from rllm_sweeps.status import cmd_status
+
+    job_dir = tmp_path / "jobs" / "0000-abcdef12"
+    job_dir.mkdir(parents=True)
+    (tmp_path / "plan.json").write_text("{}")
+    JobResult(status=COMPLETED, config_hash="abcdef12").write(job_dir)
+    assert cmd_status(argparse.Namespace(sweep_dir=str(job_dir))) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and f"it is one job's directory: pass its sweep directory ({tmp_path})" in err

@@ -67,14 +67,20 @@ def test_a_zip_crossed_with_seeds_runs_four_jobs_two_at_a_time_and_reports_two_r
 
 
 @pytest.mark.timed
-def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path):
+def test_dry_run_prints_the_plan_with_the_parallel_the_run_would_use_and_launches_nothing(tmp_path):
     start = time.monotonic()
     proc = run_sweep(
-        tmp_path, "trainer.lr=range(1,101)", "rollout.n=range(1,1001)", "hydra.sweeper.dry_run=true", timeout=120
+        tmp_path,
+        "trainer.lr=range(1,101)",
+        "rollout.n=range(1,1001)",
+        "hydra.sweeper.dry_run=true",
+        "hydra.sweeper.parallel=3",  # over the spec's parallel (1): what the run would use
+        timeout=120,
     )
     elapsed = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "100000" in proc.stdout.replace(",", "")
+    assert proc.stdout.splitlines()[0].endswith("jobs, parallel 3"), proc.stdout[:500]
     assert not (tmp_path / "jobs").exists()
     assert elapsed < 30  # process start included; the planning itself is timed in test_sweep_plan
 
@@ -101,10 +107,22 @@ def test_failing_jobs_are_recorded_out_of_memory_as_such_with_its_fix_the_others
     assert OUT_OF_MEMORY in (tmp_path / "report" / "jobs.csv").read_text()
 
 
-def test_resume_after_sigkill_reruns_nothing_that_completed(tmp_path):
+def test_a_second_sweeper_is_refused_while_one_runs_and_after_a_sigkill_a_rerun_takes_over_rerunning_nothing_completed(
+    tmp_path,
+):
     args = sweep_cmd(tmp_path, "trainer.lr=1e-3,2e-3,3e-3,4e-3", "hydra.sweeper.parallel=1")
     sweeper = subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 600
+    while not any(r.status == "completed" for r in job_results(tmp_path).values()):
+        assert sweeper.poll() is None and time.monotonic() < deadline
+        time.sleep(0.5)
+    # The same command again while the first sweeper runs: refused at once, naming it; nothing touched.
+    manifest = (tmp_path / "manifest.json").read_bytes()
+    second = subprocess.run(args, cwd=REPO, env=env(), capture_output=True, text=True, timeout=300)
+    assert sweeper.poll() is None, "the first sweeper ended before the second one was refused"
+    assert second.returncode == 2, second.stdout[-2000:] + second.stderr[-2000:]
+    assert f"pid {sweeper.pid} on {os.uname().nodename}" in second.stderr and "Traceback" not in second.stderr
+    assert (tmp_path / "manifest.json").read_bytes() == manifest
     while sum(r.status == "completed" for r in job_results(tmp_path).values()) < 2:
         assert sweeper.poll() is None and time.monotonic() < deadline
         time.sleep(0.5)

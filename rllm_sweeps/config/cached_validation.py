@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.config.composed_base import Base
+from rllm_sweeps.config.data_files import data_file_issues
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.plain_tree import plain_get_or_none, related
 from rllm_sweeps.config.rules import CROSS_RULES, RULES, CrossRule
@@ -111,6 +112,7 @@ class CachedValidator:
             if shape is None:
                 shape = self._shapes[(id(base), changed)] = _shape(base, changed)
         issues = check_common(plain) if shape is None else _common(plain, shape)
+        issues += data_file_issues(plain)  # cached by each file's stat
         workflow_key = _token([plain.get("workflow"), data_by_path(plain)])  # data by path: data/task.py
         if workflow_key not in self._workflow:
             from rllm_sweeps.workflows.base import workflow_problems  # as validate() does: imported when used

@@ -38,7 +38,7 @@ from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.interpolations import Reevaluation
 from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.load import finalize
-from rllm_sweeps.config.overrides import all_keys, parse_overrides
+from rllm_sweeps.config.overrides import all_keys, parse_overrides, unread_added_key
 from rllm_sweeps.config.plain_tree import CopyOnWriteTree, own_copy, related, value_is_plain
 from rllm_sweeps.config.private_api import apply_overrides, child_node, raw_value
 from rllm_sweeps.keymap import reconcile
@@ -122,7 +122,11 @@ class JobComposer:
         cfg, known = self.group_config(groups)
         issues = []
         for o in self._values:
-            if o.type in (OverrideType.ADD, OverrideType.FORCE_ADD) or o.key_or_group in known:
+            if o.key_or_group in known:
+                continue
+            if o.type in (OverrideType.ADD, OverrideType.FORCE_ADD):
+                if (unread := unread_added_key(o.key_or_group, known)) is not None:
+                    issues.append(ConfigIssue(o.input_line, f"override '{o.input_line}': {unread}"))
                 continue
             hint = did_you_mean_key(o.key_or_group, known)
             issues.append(ConfigIssue(o.input_line, f"override '{o.input_line}': unknown key '{o.key_or_group}'{hint}"))

@@ -9,7 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.issues import ConfigError, ConfigIssue
-from rllm_sweeps.config.overrides import parse_overrides, unknown_key_issues
+from rllm_sweeps.config.overrides import parse_overrides, unknown_choice_issues, unknown_key_issues
 from rllm_sweeps.config.spelling import canonical_overrides
 from rllm_sweeps.config.validate import validate
 from rllm_sweeps.keymap import KEY_MAPPINGS, reconcile
@@ -29,7 +29,12 @@ def unknown_overrides(overrides: list[str], where: str = "") -> tuple[list[Confi
         parsed = parse_overrides(overrides)
     except Exception as err:  # Hydra's override grammar: one line, not a traceback
         raise ConfigError([syntax_issue(overrides, err)], where) from None
-    base = compose_config([o.input_line for o in parsed.groups])
+    choices = unknown_choice_issues(parsed.groups)
+    if choices:  # nothing composes with them
+        raise ConfigError(choices, where)
+    # A group swept with -m (task=a,b) is not one composition: its choices were checked above, and
+    # the sweeper composes and checks each job with its own.
+    base = compose_config([o.input_line for o in parsed.groups if not o.is_sweep_override()])
     issues = unknown_key_issues(base, parsed.values)
     bad = {i.key for i in issues}
     return issues, [o.input_line for o in parsed.values if o.key_or_group in bad]

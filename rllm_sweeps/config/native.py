@@ -81,6 +81,8 @@ COLOCATED_ENGINES = "rllm_colocated_engines"
 CPUS_PER_TASK = "rllm_cpus_per_task"
 MINI_BATCH = "rllm_mini_batch"
 KL_BETA = "rllm_kl_beta"
+RUN_NAME = "rllm_run_name"  # hydra.run.dir: a job by hand's directory from its overrides
+LOCAL_SLURM_CONF = "rllm_local_slurm_conf"  # conf/cluster/local.yaml: the local cluster's slurm.conf
 _ENGINE = "skyrl.train.generator.inference_engine."
 _POLICY = "skyrl.train.trainer.policy."
 # What each of our resolvers reads (the sweep composer re-evaluates one only when these change).
@@ -175,6 +177,12 @@ def _store_planted_tree() -> None:
     ConfigStore.instance().store(group="skyrl_native", name="planted", node=planted_tree())
 
 
+def _local_slurm_conf() -> str:
+    from rllm_sweeps.local_slurm.current import current_conf
+
+    return current_conf()
+
+
 def register_resolvers() -> None:
     """The resolvers conf/ uses for derived defaults (idempotent; no Hydra needed)."""
     if not OmegaConf.has_resolver(COLOCATED_ENGINES):
@@ -185,6 +193,12 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver(MINI_BATCH, _mini_batch)
     if not OmegaConf.has_resolver(CPUS_PER_TASK):
         OmegaConf.register_new_resolver(CPUS_PER_TASK, _cpus_per_task)
+    if not OmegaConf.has_resolver(RUN_NAME):
+        from rllm_sweeps.records.layout import run_name
+
+        OmegaConf.register_new_resolver(RUN_NAME, run_name)
+    if not OmegaConf.has_resolver(LOCAL_SLURM_CONF):
+        OmegaConf.register_new_resolver(LOCAL_SLURM_CONF, _local_slurm_conf)
 
 
 @dataclass(frozen=True)

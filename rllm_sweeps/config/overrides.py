@@ -10,13 +10,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override, OverrideType
+from hydra.core.override_parser.types import ChoiceSweep, Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.issues import ConfigIssue
+from rllm_sweeps.config.paths import is_sweep_file_path
 from rllm_sweeps.config.private_api import child_node
-from rllm_sweeps.problems import did_you_mean_key
+from rllm_sweeps.problems import did_you_mean, did_you_mean_key
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,39 @@ def all_keys(cfg: DictConfig) -> list[str]:
     return [k for k in keys if k != "hydra" and not k.startswith("hydra.")]
 
 
+def group_choices(group: str) -> list[str]:
+    """The options of a config group of conf/ (conf/GROUP/NAME.yaml), sorted."""
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def unknown_choice_issues(groups: list[Override]) -> list[ConfigIssue]:
+    """Group choices conf/ does not have (`task=nonexistent`, `workflow=multiturn`): Hydra would stop
+    with a 40-line traceback; this says which choices there are, with a did-you-mean."""
+    issues = []
+    for o in groups:
+        group = o.key_or_group
+        if "/" in group or not (CONF_DIR / group).is_dir() or o.type == OverrideType.DEL:
+            continue
+        if o.is_sweep_override():
+            if not isinstance(o.value(), ChoiceSweep):
+                continue  # glob(), range(), ...: Hydra expands them over the options that exist
+            names = list(o.sweep_string_iterator())
+        else:
+            names = [o.value()] if isinstance(o.value(), str) else []
+        choices = group_choices(group)
+        for name in names:
+            if name in choices or (group == "sweep" and is_sweep_file_path(name)):
+                continue
+            issues.append(
+                ConfigIssue(
+                    o.input_line,
+                    f"{o.input_line}: there is no {group} '{name}' (conf/{group}/): the choices are "
+                    f"{', '.join(choices)}{did_you_mean(name, choices)}",
+                )
+            )
+    return issues
+
+
 def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIssue]:
     """Overrides (without +) of keys that the composed config does not have."""
     from rllm_sweeps.config.spelling import is_unknown_in_shared_section  # spelling imports this module
@@ -72,7 +106,11 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
     known = set(all_keys(cfg))
     issues = []
     for o in values:
-        if o.type in (OverrideType.ADD, OverrideType.FORCE_ADD) or o.key_or_group in known:
+        if o.key_or_group in known:
+            continue
+        if o.type in (OverrideType.ADD, OverrideType.FORCE_ADD):
+            if (unread := unread_added_key(o.key_or_group, known)) is not None:
+                issues.append(ConfigIssue(o.key_or_group, unread))
             continue
         key = o.key_or_group
         special = rllm_hint(key) or skyrl_refusal(o)
@@ -98,6 +136,22 @@ def unknown_key_issues(cfg: DictConfig, values: list[Override]) -> list[ConfigIs
             )
         )
     return issues
+
+
+# The sections of the common keys: this project's code reads each of their keys by name, so a key
+# `+` adds there is read by nothing (a sweep over it would run identical jobs). Elsewhere (task.*,
+# workflow.*, a loader's or a workflow's own arguments) a `+` key may be read by the user's code.
+COMMON_SECTIONS = ("model", "data", "rollout", "trainer", "algorithm", "resources")
+
+
+def unread_added_key(key: str, known: set[str]) -> str | None:
+    """Why `+key` (a key the config lacks) is refused, or None when something may read it."""
+    if key.split(".", 1)[0] not in COMMON_SECTIONS:
+        return None
+    return (
+        f"unknown key '{key}'{did_you_mean_key(key, known)} `+` adds a key the config lacks, and nothing "
+        f"reads a {key.split('.', 1)[0]}.* key the config does not have (`rllm-sweeps keys` lists them)"
+    )
 
 
 def rllm_hint(key: str) -> str:

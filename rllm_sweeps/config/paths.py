@@ -19,3 +19,8 @@ def checkout_file(path: Path) -> Path:
             "`pip install -e .` (conf/ and train.py are files of the checkout, not of the installed package)"
         )
     return path
+
+
+def is_sweep_file_path(name: str) -> bool:
+    """`+sweep=X` names a file by path (X ends in .yaml or .yml), not the option conf/sweep/X."""
+    return name.endswith((".yaml", ".yml"))

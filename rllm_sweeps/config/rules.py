@@ -7,6 +7,7 @@ expected; validate.py turns that into a message naming the key and the bad value
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,19 @@ def path_name(v: Any) -> str | None:
         return "a non-empty name"
     if "/" in v or "\\" in v or v in (".", "..") or any(ord(c) < 32 or ord(c) == 127 for c in v):
         return "one directory name (no '/', '\\', '..' or control characters such as a newline)"
+    limit = name_max() - len("-12345678")  # a sweep directory is NAME-<sweep id>
+    if len(v.encode()) > limit:
+        got = len(v.encode())
+        return f"a directory name of at most {limit} bytes (the file system's limit is {name_max()}), got {got}"
     return None
+
+
+def name_max() -> int:
+    """The longest file name the file system of the working directory takes (255 on most)."""
+    try:
+        return int(os.pathconf(".", "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return 255
 
 
 def model_path(v: Any) -> str | None:
@@ -126,6 +139,8 @@ def model_path(v: Any) -> str | None:
     if v.startswith("builtin:"):
         return None if v.removeprefix("builtin:") in BUILTIN_MODELS else f"one of {builtins}"
     local = Path(v).expanduser()
+    if local.is_file():
+        return f"a model directory (the one that holds config.json); {local} is a file"
     if local.is_dir():
         return None if (local / "config.json").is_file() else "a Hugging Face model directory (it has no config.json)"
     if is_hub_id(v):

@@ -60,11 +60,13 @@ def validate(cfg: DictConfig, explicit: Iterable[str] = ()) -> list[ConfigIssue]
 
 
 def _validate_plain(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[ConfigIssue]:
+    from rllm_sweeps.config.data_files import data_file_issues
     from rllm_sweeps.data.check import data_issues
     from rllm_sweeps.engines import engine_issues
     from rllm_sweeps.workflows.base import workflow_problems
 
     issues = check_common(plain)
+    issues += data_file_issues(plain)
     issues += [ConfigIssue(key, message) for key, message in workflow_problems(plain)]
     issues += engine_issues(plain, explicit)
     issues += data_issues(plain)

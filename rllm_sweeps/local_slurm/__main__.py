@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from rllm_sweeps.local_slurm import current
 from rllm_sweeps.local_slurm.cluster import LocalSlurm
 from rllm_sweeps.local_slurm.errors import LocalSlurmError
 from rllm_sweeps.local_slurm.settings import DEFAULT_BASE, DEFAULT_PORT_BASE
@@ -53,10 +54,13 @@ def main(argv: list[str] | None = None) -> int:
         if a.command == "up":
             cluster.up(timeout=a.timeout)
             _print_env(cluster)
+            # cluster=local finds this cluster by itself (no variable to export for train.py)
+            print(f"# train.py ... cluster=local now uses this cluster (recorded in {current.record(a.base)})")
             if cluster.client_prefix():
                 print(f"# run clients under: {' '.join(cluster.client_prefix())}")
         elif a.command == "down":
             cluster.down(timeout=a.timeout, purge=a.purge)
+            current.forget(a.base)
         elif a.command == "env":
             _print_env(cluster)
             if cluster.client_prefix():

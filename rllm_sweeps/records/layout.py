@@ -1,19 +1,24 @@
 """Where a sweep's and a job's files are: one definition for writers and readers alike (as
 submitit's `JobPaths`). Standard library only: reading a sweep directory must stay fast.
 
+    outputs/<project>/<experiment>/<run name>/   a job run by hand (`run_name`: its overrides)
+
     SWEEP_DIR/                          SweepPaths
       manifest.json, plan.json          the command and sweep id; the plan (sweep/plan.py)
-      sweeper.lock                      held by the live sweeper of an Optuna search
+      sweeper.lock                      held by the sweep's live sweeper (sweep/sweeper_lock.py)
       slurm/                            submitit's files of the sweep's SLURM arrays
       report/                           what `rllm-sweeps report` writes
       jobs/<index:04d>-<hash[:8]>/      JobPaths: one job
         config.yaml, result.json, metrics.jsonl, job.log, node-K.log, attempts.jsonl, generation,
         ray.json, ray-auth-token (0600), checkpoints/, work/, slurm/ (submitit's files of a job
-        submitted alone), .lock, skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports)
+        submitted alone), .lock, skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports),
+        .hydra/ (Hydra's record of the command), train.log (the job's Python log)
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +31,28 @@ REPORT_DIR = "report"
 SLURM_DIR = "slurm"
 ATTEMPTS_FILE = "attempts.jsonl"
 GENERATION_FILE = "generation"
+HYDRA_DIR = ".hydra"
+# A job by hand with no override runs here, under outputs/<project>/<experiment>/ (an override
+# name always holds '=', so no command's name can be this one).
+NO_OVERRIDES_RUN = "defaults"
+_RUN_NAME_MAX = 80  # characters of a run name kept readable; longer ones end in a hash
+_UNSAFE = re.compile(r"[^A-Za-z0-9._,=+-]")
+
+
+def run_name(override_dirname: str) -> str:
+    """A job run by hand: its directory's name under outputs/<project>/<experiment>/, from its
+    overrides as Hydra writes them (`hydra.job.override_dirname`: sorted, `k=v,k=v`, without the keys
+    conf/config.yaml excludes: the project, the experiment, trainer.resume_mode). The same command
+    gets the same directory (a rerun resumes it); another command gets another one. Characters a
+    path should not hold are replaced, and a name changed that way, or too long, ends in a short hash
+    of the whole, so that two commands never share a directory by accident."""
+    if not override_dirname:
+        return NO_OVERRIDES_RUN
+    safe = _UNSAFE.sub("_", override_dirname)
+    if safe == override_dirname and len(safe) <= _RUN_NAME_MAX:
+        return safe
+    digest = hashlib.sha256(override_dirname.encode()).hexdigest()[:8]
+    return f"{safe[: _RUN_NAME_MAX - 9]}-{digest}"
 
 # SkyRL's working paths (relative to skyrl.train) -> their directory under JobPaths.skyrl: the job's own,
 # whatever the tree says (SkyRL's defaults are machine-wide: training/skyrl_train.py).
@@ -98,6 +125,12 @@ class JobPaths:
     def ray_auth_token(self) -> Path:
         """The Ray auth token of the job's current attempt, readable by its user alone (runtime/auth.py)."""
         return self.root / "ray-auth-token"
+
+    @property
+    def hydra(self) -> Path:
+        """Hydra's record of the command (config.yaml, hydra.yaml, overrides.yaml), written by the job
+        once it may use the directory (Hydra's own `hydra.output_subdir` is off: it writes first)."""
+        return self.root / HYDRA_DIR
 
     @property
     def checkpoints(self) -> Path:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.attempts import read_attempts, total_time_s
+from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.report.study import StudySummary, read_study
 from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
@@ -32,12 +33,15 @@ from rllm_sweeps.results import (
     RUNNING,
     JobResult,
     best_values,
+    never_moved,
     read_metrics,
+    same_value,
 )
 
 # Planned jobs with no result.json: the directory is there (the job died before writing
 # one), or not (the job never started).
 NO_RESULT = "no-result"
+DAMAGED_RESULT = "result.json cannot be read (truncated or not JSON)"
 NOT_STARTED = "not-started"
 STATUS_ORDER = (COMPLETED, PRUNED, RUNNING, PREEMPTED, FAILED, NO_RESULT, NOT_STARTED)
 
@@ -104,6 +108,7 @@ class BestPoint:
     metric: Metric
     point: PointRow
     value: Aggregate
+    tied: list[int] = field(default_factory=list)  # the other points with the same mean (to rounding)
 
 
 @dataclass
@@ -161,7 +166,16 @@ def build_report(sweep_dir: Path | str) -> Report:
     counts.update({s: n for s, n in sorted(tally.items()) if s not in counts})  # statuses from newer writers
 
     planned_jobs = int(plan.totals.get("jobs") or len(jobs))
-    notes = []
+    notes = unmoved_notes(jobs, metrics)
+    damaged = [j for j in jobs if j.status == NO_RESULT and j.error == DAMAGED_RESULT]
+    if damaged:
+        names = ", ".join(j.job_dir.name for j in damaged[:3] if j.job_dir) + (" ..." if len(damaged) > 3 else "")
+        many = len(damaged) > 1
+        notes.append(
+            f"{len(damaged)} job{'s' if many else ''} shown {NO_RESULT} {'have' if many else 'has'} a result.json "
+            f"that cannot be read (truncated or not JSON): {names}; rerunning the sweep runs "
+            f"{'them' if many else 'it'} again"
+        )
     if not plan.complete or planned_jobs > len(jobs):
         notes.append(f"plan.json lists {len(jobs)} of the plan's {planned_jobs} jobs (a dry run's partial plan)")
     unplanned = sd.unplanned({j.config_hash for j in jobs})
@@ -254,6 +268,8 @@ def _job_row(sd: SweepDir, planned: dict[str, Any], swept: list[str], metrics: l
         return row
     if result is None:
         row.status = NO_RESULT
+        if JobPaths(job_dir).result.exists():  # there, but not JSON: cut short (a full disk, a copy)
+            row.error = DAMAGED_RESULT
         return row
     _fill_from_result(row, result, _Curve(job_dir), metrics)
     return row
@@ -336,7 +352,29 @@ def best_point(points: list[PointRow], metric: Metric) -> BestPoint | None:
         agg = point.metrics.get(metric.name)
         if agg is not None and (best is None or metric.better(agg.mean, best.value.mean)):
             best = BestPoint(metric, point, agg)
+    if best is not None:
+        best.tied = [
+            p.point_index
+            for p in points
+            if p is not best.point
+            and (agg := p.metrics.get(metric.name)) is not None
+            and same_value([agg.mean, best.value.mean]) is not None
+        ]
     return best
+
+
+def unmoved_notes(jobs: list[JobRow], metrics: list[Metric]) -> list[str]:
+    """A note per metric that never moved: the same value in every completed job (two or more), or 0
+    in all of them; the best configuration then means nothing."""
+    notes = []
+    for m in metrics:
+        values = [j.final[m.name] for j in jobs if j.status == COMPLETED and m.name in j.final]
+        best = [j.best.get(m.name, j.final[m.name]) for j in jobs if j.status == COMPLETED and m.name in j.final]
+        what = f"all {len(values)} completed jobs" if len(values) > 1 else "the one completed job"
+        note = never_moved(m.name, values, what) if same_value(values + best) is not None else None
+        if note is not None:
+            notes.append(f"{note}; no configuration did better than another")
+    return notes
 
 
 __all__ = [

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.layout import REPORT_DIR
-from rllm_sweeps.report.model import Aggregate, Report
+from rllm_sweeps.report.model import Aggregate, BestPoint, Report
 from rllm_sweeps.report.study import study_lines
 
 MAX_ROWS = 50  # terminal rows per table before "... N more"
@@ -167,13 +167,24 @@ def _point_table(report: Report, max_rows: int) -> list[str]:
     return lines
 
 
+def tie_words(report: Report, best: BestPoint) -> str:
+    """' (a tie: every point gives the same)', ' (a tie with points 3, 5)', or ''."""
+    if not best.tied:
+        return ""
+    if len(best.tied) + 1 == len(report.points):
+        return f" (a tie: all {len(report.points)} points give the same)"
+    shown = ", ".join(map(str, best.tied[:5])) + (" ..." if len(best.tied) > 5 else "")
+    return f" (a tie with point{'s' if len(best.tied) > 1 else ''} {shown})"
+
+
 def best_lines(report: Report) -> list[str]:
     """'best val_reward_mean (maximize): 0.61 ± 0.02 (n=3) at point 2: trainer.lr=3e-6 rollout.n=8'."""
     lines = []
     for b in report.best:
         value = fmt_aggregate(b.value) if report.has_seeds else fmt_number(b.value.mean)
         where = " ".join(b.point.swept_overrides) or "(the only point)"
-        lines.append(f"best {b.metric.name} ({b.metric.goal}): {value} at point {b.point.point_index}: {where}")
+        line = f"best {b.metric.name} ({b.metric.goal}): {value} at point {b.point.point_index}"
+        lines.append(f"{line}{tie_words(report, b)}: {where}")
     have = {b.metric.name for b in report.best}
     for m in report.metrics:
         if m.name not in have:
@@ -299,7 +310,8 @@ def render_markdown(report: Report, plots: Sequence[Path] = ()) -> str:
     have = {b.metric.name for b in report.best}
     for b in report.best:
         value = fmt_aggregate(b.value) if report.has_seeds else fmt_number(b.value.mean)
-        lines += [f"**{b.metric.name}** ({b.metric.goal}): {value}, point {b.point.point_index}", ""]
+        point = f"point {b.point.point_index}{tie_words(report, b)}"
+        lines += [f"**{b.metric.name}** ({b.metric.goal}): {value}, {point}", ""]
         lines += ["```", " ".join(b.point.overrides) or "(no overrides)", "```", ""]
     for m in report.metrics:
         if m.name not in have:

@@ -65,25 +65,36 @@ class SweepDir:
         return sorted(d for d, r in self.results.items() if r.config_hash not in planned_hashes)
 
 
+def not_a_sweep_dir(path: Path) -> str | None:
+    """Why `path` is not a sweep directory, with the one to pass instead where it is near (a job's
+    directory: its sweep's), or None when it is one. `report` and `status` say the same."""
+    if not path.exists():
+        return f"{path}: no such directory"
+    if not path.is_dir():
+        return f"{path} is a file, not a sweep directory"
+    if (path / PLAN_FILE).is_file():
+        return None
+    hint = ""
+    if (path / RESULT_FILE).is_file() or path.parent.name == JOBS_DIR:
+        sweep = path.parent.parent
+        hint = f"; it is one job's directory: pass its sweep directory ({sweep})"
+        if not (sweep / PLAN_FILE).is_file():
+            hint = "; it is the directory of a job run by hand: read its result.json and metrics.jsonl"
+    elif (path.parent / PLAN_FILE).is_file():
+        hint = f"; did you mean {path.parent}?"
+    return (
+        f"{path} is not a sweep directory (it has no {PLAN_FILE}; a sweep directory holds "
+        f"{MANIFEST_FILE}, {PLAN_FILE} and {JOBS_DIR}/){hint}"
+    )
+
+
 def open_sweep_dir(path: Path | str) -> SweepDir:
     """Read manifest.json, plan.json and every job's result.json. Raises ReportError,
     saying what is wrong, when `path` is not a sweep directory."""
     path = Path(path)
-    if not path.exists():
-        raise ReportError(f"{path}: no such directory")
-    if not path.is_dir():
-        raise ReportError(f"{path} is a file, not a sweep directory")
+    if (problem := not_a_sweep_dir(path)) is not None:
+        raise ReportError(problem)
     plan_path = path / PLAN_FILE
-    if not plan_path.is_file():
-        hint = ""
-        if (path / RESULT_FILE).is_file():
-            hint = f"; it is one job's directory: pass its sweep directory ({path.parent.parent})"
-        elif (path.parent / PLAN_FILE).is_file():
-            hint = f"; did you mean {path.parent}?"
-        raise ReportError(
-            f"{path} is not a sweep directory (it has no {PLAN_FILE}; a sweep directory holds "
-            f"{MANIFEST_FILE}, {PLAN_FILE} and {JOBS_DIR}/){hint}"
-        )
     data = _read_json(plan_path)
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         raise ReportError(f"{plan_path}: not a sweep plan (expected an object with a 'jobs' list)")

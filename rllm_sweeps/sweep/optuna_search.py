@@ -25,19 +25,17 @@ SWEEP_DIR/sweeper.lock keeps a second live sweeper off the study.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
-import os
 import statistics
 import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from rllm_sweeps.config.issues import ConfigIssue
-from rllm_sweeps.records.layout import PLAN_FILE, SweepPaths
+from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.results import COMPLETED, PRUNED, JobResult
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
 from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler
@@ -50,10 +48,6 @@ from rllm_sweeps.sweep.spec import SweepError, SweepSpec
 INFEASIBLE = "infeasible"  # trial user attribute: the constraints its point breaks (it never ran)
 FAILED_BECAUSE = "failed_because"  # trial user attribute: why the sweeper failed the trial
 MAX_ASKS_PER_CALL = 100  # infeasible or invalid points skipped before next_jobs gives up for now
-
-
-class SweeperBusy(RuntimeError):
-    """Another live sweeper holds this sweep directory."""
 
 
 @dataclass
@@ -81,7 +75,6 @@ class OptunaSource(JobSource):
         self.base_overrides = list(base_overrides)
         self.sweep_dir = Path(sweep_dir)
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
-        self._lock = _lock(SweepPaths(self.sweep_dir).sweeper_lock)
         self.planner = TrialPlanner(spec, base_overrides)
         self.space = SearchSpace(spec)
         self.distributions = self.space.distributions()
@@ -362,22 +355,4 @@ def _last_line(text: str | None) -> str:
     return lines[-1] if lines else ""
 
 
-def _lock(path: Path) -> IO[str]:
-    """Hold SWEEP_DIR/sweeper.lock for this process's life (the kernel drops it if we die)."""
-    handle = path.open("a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        owner = handle.read().strip() or "unknown"
-        handle.close()
-        message = f"another sweeper ({owner}) is running this sweep ({path.parent}); wait for it or stop it"
-        raise SweeperBusy(message) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()} on {os.uname().nodename}\n")
-    handle.flush()
-    return handle
-
-
-__all__ = ["FAILED_BECAUSE", "INFEASIBLE", "OptunaSource", "SweeperBusy"]
+__all__ = ["FAILED_BECAUSE", "INFEASIBLE", "OptunaSource"]

@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.issues import ConfigIssue
+from rllm_sweeps.config.paths import is_sweep_file_path
 from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.sweep.param import Param
@@ -34,21 +35,44 @@ SWEEP_DIR = CONF_DIR / "sweep"
 SWEEP_GROUP = "sweep"
 
 
-def is_sweep_file_path(name: str) -> bool:
-    """`+sweep=X` names a file by path (X ends in .yaml or .yml), not the option conf/sweep/X."""
-    return name.endswith((".yaml", ".yml"))
-
-
 def sweep_file_path(name: str) -> Path:
     """conf/sweep/NAME.yaml, or NAME itself when it is a path to a YAML file."""
     return Path(name) if is_sweep_file_path(name) else SWEEP_DIR / f"{name}.yaml"
+
+
+def anchor_cycle(path: Path) -> str | None:
+    """'line N: ...' where a YAML alias refers to a node that contains it (`&a [*a]`), or None.
+    Such a file is infinite: loading it ends in a RecursionError (hundreds of lines from OmegaConf,
+    thousands from Hydra)."""
+    import yaml
+
+    open_anchors: list[str | None] = []
+    try:
+        for event in yaml.parse(path.read_text()):
+            if isinstance(event, yaml.CollectionStartEvent):
+                open_anchors.append(event.anchor)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                open_anchors.pop()
+            elif isinstance(event, yaml.AliasEvent) and event.anchor in open_anchors:
+                return (
+                    f"line {event.start_mark.line + 1}: the alias *{event.anchor} is inside the node it names "
+                    f"(&{event.anchor}): the YAML refers to itself without end; copy the values instead"
+                )
+    except yaml.YAMLError:
+        return None  # a syntax error: the loader says where
+    return None
 
 
 def load_sweep_file(path: Path) -> dict[str, Any]:
     """A sweep file's `sweep` node. The file is the node itself (Hydra's default package
     for the `sweep` group); a file written `# @package _global_` with one top-level
     `sweep:` key is accepted too."""
+    if (cycle := anchor_cycle(path)) is not None:
+        raise SweepError([ConfigIssue(str(path), f"{display(path)}: {cycle}")])
     data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    if not data:  # not a sweep of one default job, silently
+        empty = f"{display(path)}: the sweep file is empty: give it `parameters:` (docs/SWEEPS.md)"
+        raise SweepError([ConfigIssue(str(path), empty)])
     if not isinstance(data, dict):
         raise SweepError([ConfigIssue(str(path), f"{display(path)}: a sweep file is a mapping, got {data!r}")])
     if set(data) == {"sweep"} and isinstance(data["sweep"], dict):

@@ -122,9 +122,10 @@ class Plan:
             f.write("\n  ]\n}\n")
         return path
 
-    def render(self, rows: int = 20) -> str:
-        """The dry-run view: what runs, what it costs, the first `rows` jobs."""
-        return render_plan(self, rows)
+    def render(self, rows: int = 20, parallel: int | None = None) -> str:
+        """The dry-run view: what runs, what it costs, the first `rows` jobs. `parallel`: the jobs
+        in flight the run will use when it is not the spec's (hydra.sweeper.parallel)."""
+        return render_plan(self, rows, parallel)
 
 
 def _job_lines(jobs: Iterable[PlannedJob]) -> Iterator[bytes]:
@@ -139,12 +140,12 @@ def _short(value: float) -> str:
     return f"{value:,.1f}" if value < 1e6 else f"{value:.3g}"
 
 
-def render_plan(plan: Plan, rows: int = 20) -> str:
+def render_plan(plan: Plan, rows: int = 20, parallel: int | None = None) -> str:
     spec, t = plan.spec, plan.totals
     lines = []
     head = f"Sweep {spec.name or spec.source}: method {spec.method}"
     seeds = f" x {t.seeds} seeds" if spec.seeds else ""
-    lines.append(f"{head}, {t.points:,} points{seeds} = {t.jobs:,} jobs, parallel {spec.parallel}")
+    lines.append(f"{head}, {t.points:,} points{seeds} = {t.jobs:,} jobs, parallel {parallel or spec.parallel}")
     if spec.method == "grid" and t.dropped:
         lines.append(f"Constraints dropped {t.dropped:,} of {t.candidates:,} grid points")
     elif spec.method == "random":

@@ -29,6 +29,7 @@ from rllm_sweeps.config.gpu_trainer_rules import node_gpus
 from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.job_composer import JobComposer, JobConfig
 from rllm_sweeps.config.native import quiet_skyrl
+from rllm_sweeps.config.overrides import unread_added_key
 from rllm_sweeps.config.plain_tree import plain_get
 from rllm_sweeps.problems import did_you_mean_key
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
@@ -153,7 +154,11 @@ class Planner:
         spec = self.spec
         params = {p.key: p for p in spec.parameters}
         for p in spec.parameters:
-            if p.is_group or p.prefix or p.key in known:
+            if p.is_group or p.key in known:
+                continue
+            if p.prefix:  # `+key`: a key the config lacks; refused where nothing would read it
+                if (unread := unread_added_key(p.key, known)) is not None:
+                    self.issues.append(ConfigIssue(p.source, f"{p.source}: {unread}"))
                 continue
             hint = did_you_mean_key(p.key, known)
             self.issues.append(ConfigIssue(p.source, f"{p.source}: unknown key '{p.key}'{hint}"))

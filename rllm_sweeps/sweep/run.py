@@ -26,10 +26,12 @@ from launchers.base import Launcher
 from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.planned import job_overrides
 from rllm_sweeps.records.layout import MANIFEST_FILE
+from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.results import write_json_atomic
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import MAX_JOBS, plan_sweep
 from rllm_sweeps.sweep.runner import FINAL_STATES, JobSource, StaticSource, SweepRunner
+from rllm_sweeps.sweep.sweeper_lock import SweeperBusy, hold_sweep_dir
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
@@ -57,7 +59,10 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
             # Planned once: the table is printed as soon as the jobs shown are composed (no SkyRL
             # import needed), then those jobs are validated.
             plan = plan_sweep(
-                arguments, limit=options.rows, preview=lambda p: print(p.render(rows=options.rows)), **plan_args
+                arguments,
+                limit=options.rows,
+                preview=lambda p: print(p.render(rows=options.rows, parallel=options.parallel)),
+                **plan_args,
             )
         else:
             plan = plan_sweep(arguments, max_jobs=options.max_jobs, progress=print_planning, **plan_args)
@@ -69,6 +74,9 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         raise SystemExit(EXIT_INTERRUPTED) from None
     parallel = options.parallel if options.parallel is not None else plan.spec.parallel  # the spec checks its own
     sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
+    if (problem := unwritable(sweep_dir)) is not None:
+        print(f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR", file=sys.stderr)
+        raise SystemExit(2)
     launcher = make_launcher(hydra_cfg)
     # Everything the scheduler would refuse (SLURM; the local machine's GPUs), for every job shape,
     # before any job is queued: in a dry run too.
@@ -81,6 +89,12 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         print(f"validated the {plan.totals.validated} jobs shown: no problem found")
         print(f"plan: {plan.write(sweep_dir)} (dry run: nothing launched)")
         return
+    try:
+        # Before anything in the directory is written: one sweeper per sweep (held until exit).
+        lock = hold_sweep_dir(sweep_dir)  # noqa: F841 (held for the sweeper's life)
+    except SweeperBusy as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     manifest = {"command": sys.argv, "sweep_id": sweep_id(plan), "created_at": time.time(), "launcher": launcher.name}
     source = make_source(plan, sweep_dir)
     if (study := source.study_info()) is not None:
@@ -125,11 +139,11 @@ def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
     if plan.spec.method != "optuna":
         plan.write(sweep_dir)
         return StaticSource(plan, sweep_dir)
-    from rllm_sweeps.sweep.optuna_search import OptunaSource, SweeperBusy
+    from rllm_sweeps.sweep.optuna_search import OptunaSource
 
     try:
         return OptunaSource(plan.spec, plan.base_overrides, sweep_dir)  # writes plan.json as trials come
-    except (ConfigError, SweeperBusy) as err:
+    except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
 

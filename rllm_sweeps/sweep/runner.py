@@ -35,6 +35,8 @@ from rllm_sweeps.results import (
     RUNNING,
     JobResult,
     metrics_env,
+    read_metrics,
+    same_value,
 )
 from rllm_sweeps.sweep.plan import Plan, PlannedJob
 from rllm_sweeps.sweep.spec import Metric
@@ -364,15 +366,35 @@ class SweepRunner:
         failed = len(results) - done
         queued = self.source.pending()
         elapsed = time.monotonic() - self.started
+        steps, estimates = self.running_steps()
         eta = ""
-        if self.durations:
-            mean = sum(self.durations) / len(self.durations)
+        # A job's duration: those that ended, else what the running ones' steps so far foretell.
+        durations = self.durations or estimates
+        if durations:
+            mean = sum(durations) / len(durations)
             eta = f"  ETA {clock(mean * (queued + len(self.running)) / self.parallel)}"
         line = (
-            f"[sweep] {done} done, {failed} failed, {len(self.running)} in flight, {queued} to come"
+            f"[sweep] {done} done, {failed} failed, {len(self.running)} in flight{steps}, {queued} to come"
             f"  elapsed {clock(elapsed)}{eta}{self.best()}"
         )
         print(line + (f"  | {event}" if event else ""), flush=True)
+
+    def running_steps(self, shown: int = 4) -> tuple[str, list[float]]:
+        """' (job 0 step 3/30, job 1 step 1/30)' for the running jobs (from their metrics.jsonl, as
+        `rllm-sweeps status`), and each one's duration foretold from its rate so far."""
+        parts, estimates = [], []
+        now = time.monotonic()
+        for index, entry in sorted(self.running.items()):
+            last = next((r for r in reversed(read_metrics(entry.run.job_dir)) if r.get("kind") == "train"), None)
+            if last is None or not last.get("step") or not last.get("total_steps"):
+                continue
+            step, total = int(last["step"]), int(last["total_steps"])
+            parts.append(f"job {index} step {step}/{total}")
+            estimates.append((now - entry.started) * total / step)
+        if not parts:
+            return "", estimates
+        more = f", +{len(parts) - shown} more" if len(parts) > shown else ""
+        return f" ({', '.join(parts[:shown])}{more})", estimates
 
     def best(self) -> str:
         name = self.metric.name
@@ -383,5 +405,8 @@ class SweepRunner:
         ]
         if not scored:
             return ""
-        value, index = max(scored) if self.metric.goal == "maximize" else min(scored)
-        return f"  best {name}={value:.4g} (job {index})"
+        # The first job of the best value, as the report's best point is the first on a tie.
+        value = max(v for v, _ in scored) if self.metric.goal == "maximize" else min(v for v, _ in scored)
+        tied = sorted(i for v, i in scored if same_value([v, value]) is not None)
+        tie = f"; a tie with {len(tied) - 1} other{'s' if len(tied) > 2 else ''}" if len(tied) > 1 else ""
+        return f"  best {name}={value:.4g} (job {tied[0]}{tie})"

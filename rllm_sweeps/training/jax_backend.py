@@ -94,8 +94,8 @@ def make_jax_backend(
     if sample_max_num_sequences is None:
         episodes = max(settings.train_batch_size * settings.n, settings.val_batch_size * settings.n_val)
         sample_max_num_sequences = episodes * parallel_calls
-    if settings.max_grad_norm is not None:
-        log.info("JaxBackend has no gradient clipping: trainer.max_grad_norm=%s is ignored", settings.max_grad_norm)
+    # trainer.max_grad_norm is not read here: named by the user, it is refused (engines.py's NOT_READ);
+    # its default (1.0, as rLLM's and SkyRL's) goes unsaid rather than noted on every run.
     config = JaxBackendConfig(
         max_lora_adapters=max_lora_adapters,
         max_lora_rank=settings.lora_rank,
