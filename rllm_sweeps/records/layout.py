@@ -54,6 +54,7 @@ def run_name(override_dirname: str) -> str:
     digest = hashlib.sha256(override_dirname.encode()).hexdigest()[:8]
     return f"{safe[: _RUN_NAME_MAX - 9]}-{digest}"
 
+
 # SkyRL's working paths (relative to skyrl.train) -> their directory under JobPaths.skyrl: the job's own,
 # whatever the tree says (SkyRL's defaults are machine-wide: training/skyrl_train.py).
 JOB_OWNED_PATHS: dict[str, str] = {
