@@ -215,17 +215,22 @@ def test_skyrl_gsm8k_example_overrides_compose_and_validate_under_skyrl_train(pr
     # SkyRL's own lines work with or without the skyrl.train. prefix (config/spelling.py).
     overrides = ["skyrl.engine=fsdp"] + [prefix + w for w in _shell_words(SKYRL_GSM8K_SCRIPT)]
     # What no engine here would honour is refused by name, all at once: SkyRL's Tinker-mode
-    # trainer (what the fsdp engine runs) turns its KL loss off, and the data, environment and
-    # generator settings belong to SkyRL's own PPO loop, which this project's loop replaces.
+    # trainer (what the fsdp engine runs) turns its KL loss off, and the generator settings belong
+    # to SkyRL's own PPO loop, which this project's loop replaces. The data files are read (their
+    # environment too), but the script's paths are not on this machine.
     with pytest.raises(ConfigError) as info:
         load_config(overrides, notify=quiet)
     refused = {i.key for i in info.value.issues}
-    unread = ["data.train_data", "data.val_data", "environment.env_class", "generator.batched"]
+    unread = ["generator.batched"]
     unread += ["trainer.placement.critic_num_gpus_per_node", "trainer.placement.ref_num_gpus_per_node"]
     unread += ["trainer.update_epochs_per_batch"]  # SkyRL's own PPO loop's, not Tinker mode's
-    assert refused == {"algorithm.use_kl_loss", *("skyrl.train." + k for k in unread)}
+    missing = {"data.train_files", "data.val_files"}
+    assert refused == {"algorithm.use_kl_loss", *missing, *("skyrl.train." + k for k in unread)}
     assert "turns its KL loss off" in str(info.value) and "task.*" in str(info.value)
-    keys = {k.removeprefix("skyrl.train.") for k in refused}
+    assert all("no such file" in i.message for i in info.value.issues if i.key in missing)
+    # Without the data (files this machine lacks), its environment goes too.
+    keys = {k.removeprefix("skyrl.train.") for k in refused} | {"data.train_data", "data.val_data"}
+    keys |= {"environment.env_class"}
     overrides = [
         o
         for o in overrides
@@ -261,6 +266,7 @@ def _another_value(value):
     return None
 
 
+SKYRL_DATA = REPO / "tests" / "data" / "skyrl_gsm8k_small.jsonl"
 SPECIAL_VALUES = {
     "model.path": "my-org/my-model",  # a hub id: validated at job start (a local path must exist)
     "trainer.logger": ["console", "tensorboard"],
@@ -279,12 +285,20 @@ SPECIAL_VALUES = {
     "algorithm.loss_fn": "gspo",  # a SkyRL policy loss (fsdp)
     "trainer.resume_mode": "disable",
     "skyrl.engine": "megatron",
+    # SkyRL-format rows (tests/data_files.py's skyrl_rows), read by the data check
+    "data.train_files": [str(SKYRL_DATA)],
+    "data.val_files": [str(SKYRL_DATA)],
 }
 # Keys only the jax engine reads (engines.py), or whose test value the GPU trainer refuses
 # (config/gpu_trainer_rules.py: top-p < 1 in training): their mapping is tested there.
 JAX_ENGINE_KEYS = {"algorithm.use_kl_loss", "rollout.train.top_p"}
 # Keys whose other values need another config group (the single-turn workflow makes one call).
-GROUP_FOR = {"workflow.max_turns": "workflow=multi_turn"}
+# Data by path: training files need validation files (and the other way round).
+GROUP_FOR = {
+    "workflow.max_turns": "workflow=multi_turn",
+    "data.train_files": f"data.val_files=[{SKYRL_DATA}]",
+    "data.val_files": f"data.train_files=[{SKYRL_DATA}]",
+}
 
 
 @pytest.mark.parametrize("mapping", KEY_MAPPINGS, ids=lambda m: f"{m.common}->{m.native}")

@@ -38,8 +38,9 @@ def test_the_jax_backend_settings_are_read_by_jax_only_and_the_gpu_trainer_tree_
     assert readers("skyrl.train.generator.inference_engine.gpu_memory_utilization") == GPU_TRAINER
     # the loop reads these native keys itself, on every engine
     assert readers("skyrl.train.generator.sampling_params.top_k") == ENGINES
-    # SkyRL's own generator and data loader: replaced by this project's loop and tasks
-    assert readers("skyrl.train.data.train_data") == ()
+    # SkyRL's data files: read through their common key on every engine (data by path); its own
+    # generator's environment settings are read only with data by path (engines.py), not as such
+    assert readers("skyrl.train.data.train_data") == ENGINES
     assert readers("skyrl.train.environment.env_class") == ()
     # common keys an engine cannot honour
     assert readers("trainer.max_grad_norm") == GPU_TRAINER

@@ -2,7 +2,8 @@
 from NovaSky-AI/SkyRL) compose verbatim, no prefix, with only `skyrl.engine=fsdp` added.
 
 What this project's engines do not read is refused by name with the reason, all at once (SkyRL's
-data/environment/generator settings belong to SkyRL's own PPO loop, which the loop here replaces;
+generator settings belong to SkyRL's own PPO loop, which the loop here replaces; its data files are
+read, but the scripts' paths are not on this machine;
 no critic or reference model is built in Tinker mode; the DAPO example's own config additions are
 not SkyRL's). With those removed, the rest composes, validates, and the common keys report what
 the native overrides set."""
@@ -31,6 +32,7 @@ REASONS = {
     "no reference model": "builds no reference model",
     "Tinker mode's KL": "turns its KL loss off",
     "not SkyRL's": "is not SkyRL's",
+    "no such file": "no such file",
 }
 
 # script -> (refused key -> reason), and what the common keys say once the rest composes.
@@ -78,14 +80,16 @@ CASES = {
         {"algorithm.adv_estimator": "reinforce++"},  # SkyRL's estimator, not rLLM's reinforce
     ),
 }
-# Refused in every script: SkyRL's data, environment and generator loop, its PPO epochs.
+# Refused in every script: its data files (read, but not on this machine), SkyRL's generator loop,
+# its PPO epochs.
 EVERY_SCRIPT = {
-    "skyrl.train.data.train_data": "SkyRL's own generator and PPO loop",
-    "skyrl.train.data.val_data": "SkyRL's own generator and PPO loop",
-    "skyrl.train.environment.env_class": "SkyRL's own generator and PPO loop",
+    "data.train_files": "no such file",
+    "data.val_files": "no such file",
     "skyrl.train.generator.batched": "SkyRL's own generator and PPO loop",
     "skyrl.train.trainer.update_epochs_per_batch": "SkyRL's PPO loop only",
 }
+# What goes with the data when it is left out: SkyRL's names of the data files, their environment.
+WITH_THE_DATA = {"data.train_data", "data.val_data", "environment.env_class"}
 REF_GPUS = {"skyrl.train.trainer.placement.ref_num_gpus_per_node": "no reference model"}  # all but CISPO's
 
 
@@ -106,7 +110,7 @@ def test_skyrls_example_script_composes_verbatim_with_what_no_engine_reads_refus
     for key, reason in refused.items():
         assert key in found[key] and REASONS[reason] in found[key], found[key]
 
-    dropped = {k.removeprefix("skyrl.train.") for k in refused} | {"trainer.algorithm.use_kl_loss"}
+    dropped = {k.removeprefix("skyrl.train.") for k in refused} | {"trainer.algorithm.use_kl_loss", *WITH_THE_DATA}
     kept = [o for o in overrides if o.split("=", 1)[0] not in dropped]
     cfg = load_config(kept, notify=quiet)
     assert cfg.model.path == "Qwen/Qwen2.5-1.5B-Instruct" and cfg.rollout.n == 5

@@ -185,20 +185,19 @@ def _local_slurm_conf() -> str:
 
 def register_resolvers() -> None:
     """The resolvers conf/ uses for derived defaults (idempotent; no Hydra needed)."""
-    if not OmegaConf.has_resolver(COLOCATED_ENGINES):
-        OmegaConf.register_new_resolver(COLOCATED_ENGINES, _colocated_engines)
-    if not OmegaConf.has_resolver(KL_BETA):
-        OmegaConf.register_new_resolver(KL_BETA, _kl_beta)
-    if not OmegaConf.has_resolver(MINI_BATCH):
-        OmegaConf.register_new_resolver(MINI_BATCH, _mini_batch)
-    if not OmegaConf.has_resolver(CPUS_PER_TASK):
-        OmegaConf.register_new_resolver(CPUS_PER_TASK, _cpus_per_task)
-    if not OmegaConf.has_resolver(RUN_NAME):
-        from rllm_sweeps.records.layout import run_name
+    from rllm_sweeps.records.layout import run_name
 
-        OmegaConf.register_new_resolver(RUN_NAME, run_name)
-    if not OmegaConf.has_resolver(LOCAL_SLURM_CONF):
-        OmegaConf.register_new_resolver(LOCAL_SLURM_CONF, _local_slurm_conf)
+    resolvers = {
+        COLOCATED_ENGINES: _colocated_engines,
+        KL_BETA: _kl_beta,
+        MINI_BATCH: _mini_batch,
+        CPUS_PER_TASK: _cpus_per_task,
+        RUN_NAME: run_name,
+        LOCAL_SLURM_CONF: _local_slurm_conf,
+    }
+    for name, resolver in resolvers.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, resolver)
 
 
 @dataclass(frozen=True)

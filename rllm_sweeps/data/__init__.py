@@ -1,1 +1,1 @@
-"""Users' own datasets by path (data.train_files, SkyRL's data.train_data) and their skyrl-gym environments."""
+"""Users' own datasets by path (data.train_files, SkyRL's training data files) and their skyrl-gym environments."""

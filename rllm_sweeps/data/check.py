@@ -14,8 +14,15 @@ from rllm_sweeps.data.environments import env_problem
 from rllm_sweeps.data.files import DataFile, DataFileError, EmptyFileError
 from rllm_sweeps.data.formats import ENV_CLASS, FormatError
 from rllm_sweeps.data.settings import DataSettings
+from rllm_sweeps.keymap import KEY_MAPPINGS
 
 TRAIN, VAL, ENV, LENGTH = "data.train_files", "data.val_files", "environment.env_class", "data.max_prompt_length"
+
+
+def _native(common: str) -> str:
+    """SkyRL's name of a common key (the key map's), relative to its tree."""
+    return next(m.native for m in KEY_MAPPINGS if m.common == common).removeprefix("skyrl.train.")
+
 
 _checked: dict[tuple[Any, ...], list[ConfigIssue]] = {}
 checks_run = 0  # distinct datasets checked in this process (a sweep's test counts them)
@@ -55,7 +62,9 @@ def _check(settings: DataSettings) -> tuple[list[ConfigIssue], list[str]]:
     if not settings.train_files:
         issues.append(ConfigIssue(TRAIN, f"{TRAIN} is empty: give one or more .parquet/.jsonl files"))
     if not settings.val_files:
-        issues.append(ConfigIssue(VAL, f"{VAL} (SkyRL's data.val_data) is not set: validation needs one or more files"))
+        issues.append(
+            ConfigIssue(VAL, f"{VAL} (SkyRL's {_native(VAL)}) is not set: validation needs one or more files")
+        )
     opened: dict[str, list[DataFile]] = {TRAIN: [], VAL: []}
     for key, paths in ((TRAIN, settings.train_files), (VAL, settings.val_files)):
         for path in paths:

@@ -51,7 +51,7 @@ class DataEnvironments:
     configs: Mapping[str, Any] = field(default_factory=dict)  # environment.skyrl_gym
 
     def make(self, example: Mapping[str, Any], max_turns: int) -> Any:
-        """The example's environment: its env_class, its extras, generator.max_turns among them (as SkyRL)."""
+        """The example's environment: its env_class, its extras, the max turns among them (as SkyRL)."""
         import skyrl_gym
         from omegaconf import OmegaConf
         from skyrl_gym.envs.registration import EnvSpec

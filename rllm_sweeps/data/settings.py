@@ -30,7 +30,7 @@ def as_paths(value: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class DataSettings:
-    """data.train_files / val_files (SkyRL's data.train_data / val_data), the environment settings, and
+    """data.train_files / val_files (SkyRL's data files: keymap.py), the environment settings, and
     what a prompt's length is measured with."""
 
     train_files: tuple[str, ...]

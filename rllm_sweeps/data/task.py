@@ -47,7 +47,7 @@ def job_task(plain: dict[str, Any]) -> Task:
 
 def job_workflow(workflow: dict[str, Any] | None, plain: dict[str, Any]) -> dict[str, Any] | None:
     """The workflow group a job runs. With data by path the environment is the data's: the default single-turn
-    workflow becomes SkyRL's generator loop (the multi-turn workflow), one turn or generator.max_turns."""
+    workflow becomes SkyRL's generator loop (the multi-turn workflow), one turn or workflow.max_turns."""
     from rllm_sweeps.data.settings import data_by_path
 
     if not data_by_path(plain) or not workflow or workflow.get("name") != "single_turn":
