@@ -67,7 +67,8 @@ class LocalLauncher(Launcher):
     def submit(self, request: LaunchRequest) -> LocalHandle:
         handle = LocalHandle(request)
         if not self._start_when_placed(handle):
-            print(f"[sweep] job {request.index} waits for a GPU (all {len(self.gpus.devices)} in use)", flush=True)
+            room = f"none of {len(self.gpus.devices)} has room"
+            print(f"[sweep] job {request.index} waits for a GPU ({room})", flush=True)
         return handle
 
     def _start_when_placed(self, handle: LocalHandle) -> bool:

@@ -102,6 +102,15 @@ def _env_of(request: LaunchRequest, timeout: float = 30) -> dict:
     return json.loads(path.read_text())
 
 
+def _release_all(launcher: LocalLauncher, requests: list[LaunchRequest], handles: list) -> None:
+    """Every job may end (the waiting ones too, should they have started), and none is left running."""
+    for r in requests:
+        r.job_dir.mkdir(parents=True, exist_ok=True)
+        (r.job_dir / "release").touch()
+    for h in handles:
+        launcher.cancel(h)
+
+
 @pytest.mark.slow
 def test_the_local_launcher_gives_each_job_its_gpus_and_starts_a_waiting_job_when_one_frees(tmp_path):
     launcher = LocalLauncher(gpus=("0", "1"))
@@ -123,11 +132,7 @@ def test_the_local_launcher_gives_each_job_its_gpus_and_starts_a_waiting_job_whe
         assert launcher.poll(handles[2]).state is JobState.RUNNING  # the freed GPU, at once
         assert _env_of(requests[2])["CUDA_VISIBLE_DEVICES"] == "1"
     finally:
-        for r in requests:
-            r.job_dir.mkdir(parents=True, exist_ok=True)
-            (r.job_dir / "release").touch()
-        for h in handles:
-            launcher.cancel(h)
+        _release_all(launcher, requests, handles)
 
 
 @pytest.mark.slow
@@ -144,8 +149,4 @@ def test_the_local_launcher_shares_a_gpu_between_k_jobs_each_with_its_memory_cap
             }
         assert launcher.poll(handles[2]).state is JobState.PENDING  # a third would exceed the share
     finally:
-        for r in requests:
-            r.job_dir.mkdir(parents=True, exist_ok=True)
-            (r.job_dir / "release").touch()
-        for h in handles:
-            launcher.cancel(h)
+        _release_all(launcher, requests, handles)
