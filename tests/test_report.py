@@ -55,6 +55,8 @@ def plan_dict(
                     "seed": seed,
                     "config_hash": f"{index:04d}beef" + "a" * 56,
                     "resources": {"nodes": 1, "gpus_per_node": 0, "time_min": 60},
+                    "engine": "jax",
+                    "gpu_memory_gib": None,
                 }
             )
     spec = {
