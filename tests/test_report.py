@@ -365,6 +365,7 @@ def test_write_report_files_and_plots(tmp_path):
 def test_log_axis_for_parameters_spanning_a_decade():
     assert spans_decade([1e-6, 1e-4])
     assert not spans_decade([2, 4, 8])
+    assert spans_decade([3e-4, 1e-3, 3e-3])  # lr_grid's: exactly a decade
     assert not spans_decade([0.0, 1.0, 100.0])  # not all positive
     assert not spans_decade(["a", "b"])
 

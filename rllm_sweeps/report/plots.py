@@ -7,7 +7,7 @@
                                point with its seeds' std as an error bar; points that differ
                                in the other (not zipped) parameters are separate series; pruned
                                trials marked x; log x-axis for a log distribution or a
-                               positive parameter spanning more than a decade
+                               positive parameter spanning a decade or more
     optuna_*.png               an Optuna sweep's study: optimization history, intermediate
                                values, parameter importances (or Pareto front), timeline
 
@@ -174,10 +174,11 @@ def _numeric(values: Sequence[Any]) -> bool:
 
 
 def spans_decade(values: Sequence[Any]) -> bool:
-    """Whether positive numbers span more than a factor of 10 (then a log axis)."""
+    """Whether positive numbers span a factor of 10 or more (then a log axis: lr 3e-4, 1e-3, 3e-3
+    crowd the left of a linear one)."""
     if not values or not _numeric(values) or min(values) <= 0:
         return False
-    return max(values) / min(values) > 10
+    return max(values) / min(values) >= 10
 
 
 def plot_metric_vs_params(report: Report, out_dir: Path) -> list[Path]:
