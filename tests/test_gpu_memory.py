@@ -78,6 +78,7 @@ def test_the_dry_run_lines_warn_where_an_estimate_exceeds_its_share(monkeypatch)
     assert memory_lines([job(0, resources={"gpus_per_node": 0})], launcher) == []  # a CPU job: nothing to say
 
 
+@pytest.mark.slow
 def test_the_dry_run_prints_each_gpu_jobs_estimate(tmp_path):
     """The real dry run, on a machine that shows one GPU (CUDA_VISIBLE_DEVICES) but has no NVML to
     measure it: the estimate, and that there is nothing here to compare it with."""

@@ -75,6 +75,7 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in text.split()]
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_a_job_whose_wrapper_is_killed_gets_its_end_from_sacct(slurm_env, tmp_path):
     from launchers.slurm import SlurmLauncher, SlurmSettings
