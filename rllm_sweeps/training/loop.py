@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.engines import EngineTraits, traits
+from rllm_sweeps.records.schedule import Schedule
 from rllm_sweeps.tasks.base import Task
 from rllm_sweeps.training.checkpoints import (
     TrainerState,
@@ -59,7 +60,6 @@ from rllm_sweeps.training.checkpoints import (
     prune_checkpoints,
     save_checkpoint,
 )
-from rllm_sweeps.records.schedule import Schedule
 from rllm_sweeps.training.datums import apply_kl_penalty, apply_loss_agg, mini_batch_datums
 from rllm_sweeps.training.episodes import ScoredTrajectory, assign_advantages, group_trajectories, mini_batches
 from rllm_sweeps.training.metrics import MiniBatchStats, StepOutcome, StepTimes, train_metrics, val_metrics
