@@ -29,7 +29,7 @@ MAX_LEGEND = 10  # series in a legend; more are drawn without one
 LEARNING_CURVES = "learning_curves.png"
 
 
-def _figure(panels: int) -> tuple[Any, list[Any]]:
+def new_figure(panels: int) -> tuple[Any, list[Any]]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -82,7 +82,7 @@ def plot_learning_curves(report: Report, out_dir: Path, train_metric: str = TRAI
         return []
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = _figure(len(panels))
+    fig, axes = new_figure(len(panels))
     point_order = {p.point_id: i for i, p in enumerate(report.points)}
     colors = _colors(len(report.points))
     labels = {p.point_id: point_label(p.params, report.swept) for p in report.points}
@@ -173,7 +173,7 @@ def _plot_param(report: Report, metric: str, key: str, short: str, points: list[
         position.setdefault(_text(v), float(v) if numeric else float(len(position)))
     many = len(groups) > MAX_LEGEND
     colors = _colors(1 if many else len(groups))
-    fig, (ax,) = _figure(1)
+    fig, (ax,) = new_figure(1)
     for i, members in enumerate(groups.values()):
         pairs = []
         for p in members:
