@@ -31,7 +31,7 @@ MAX_LEGEND = 10  # series in a legend; more are drawn without one
 LEARNING_CURVES = "learning_curves.png"
 
 
-def _figure(panels: int, legend: bool = False) -> tuple[Any, list[Any]]:
+def new_figure(panels: int, legend: bool = False) -> tuple[Any, list[Any]]:
     """A figure of `panels` side by side; wider by a legend's room when one goes outside them."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -98,7 +98,7 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
     from matplotlib.ticker import MaxNLocator
 
     legend = 1 < len(report.points) <= MAX_LEGEND
-    fig, axes = _figure(len(panels), legend)
+    fig, axes = new_figure(len(panels), legend)
     colors = _colors(len(report.points))
     labels = {p.point_id: point_label(p.params, report.swept) for p in report.points}
     band_alpha = 0.15 if len(report.points) <= 4 else 0.07
@@ -226,7 +226,7 @@ def metric_vs_param_figure(report: Report, metric: str, key: str) -> Any:
         position.setdefault(_text(v), float(v) if numeric else float(len(position)))
     many = len(groups) > MAX_LEGEND
     colors = _colors(1 if many else len(groups))
-    fig, (ax,) = _figure(1, legend=(not many and len(groups) > 1) or bool(pruned))
+    fig, (ax,) = new_figure(1, legend=(not many and len(groups) > 1) or bool(pruned))
     spread = _nudges(len(groups), log, sorted(position.values()))
     for i, members in enumerate(groups.values()):
         pairs = sorted((position[_text(p.params[key])], p.metrics[metric]) for p in members)
