@@ -91,10 +91,11 @@ class DataFile:
         what = "rLLM's verl copy (rows read from extra_info)" if self.rllm_copy else f"{self.spec.format.value} format"
         return f"{self.path}: {what}, {len(self.rows):,} rows"
 
-    def prompts(self, batch_size: int = 4096) -> Iterator[list[Any]]:
-        """The prompts, in batches (only the prompt's column is read)."""
+    def prompts(self, batch_size: int = 4096, rows: np.ndarray | None = None) -> Iterator[list[Any]]:
+        """The prompts (of ``rows`` when given), in batches (only the prompt's column is read)."""
         column = "extra_info" if self.rllm_copy else self.spec.prompt
-        for batch in self.rows.select_columns([column]).iter(batch_size=batch_size):
+        table = self.rows.select_columns([column])
+        for batch in (table if rows is None else table.select(rows)).iter(batch_size=batch_size):
             values = batch[column]
             if self.rllm_copy:
                 values = [v.get("question", v.get("prompt")) for v in values]

@@ -1,16 +1,26 @@
-"""Prompt lengths in tokens, as the loop tokenizes prompts (workflows/chat.py), for SkyRL's rule that rows
-longer than data.max_prompt_length are dropped. Counted once per (file, tokenizer) and kept in the cache
-directory, so the jobs of a sweep, and a sweep over data.max_prompt_length, count nothing again."""
+"""Which rows fit data.max_prompt_length (SkyRL drops the longer ones), in tokens as the loop tokenizes prompts
+(workflows/chat.py).
+
+Tokenizing a million prompts is most of the check's time, so it is skipped where it cannot change the answer:
+with a byte-level BPE tokenizer (each token covers at least one byte of the text: Qwen's, Llama 3's, GPT's) a
+prompt has at most as many tokens as its templated text has bytes, so a row of no more bytes than the limit is
+kept uncounted; only the others are tokenized. Kept in the cache directory per (file, tokenizer), each row's
+count or its bound, so later jobs of a sweep count nothing again and a smaller limit counts only the rows the
+bound no longer decides."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rllm_sweeps.data.files import DataFile, datasets_cache
+
+# A cached entry: >= 0, the row's tokens; < 0, not counted and at most (-entry - 1) tokens.
+BATCH = 4096
 
 
 def tokenizer_id(model_dir: Path) -> str:
@@ -22,26 +32,87 @@ def tokenizer_id(model_dir: Path) -> str:
     return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
 
-def prompt_lengths(file: DataFile, tokenizer: Any, model_dir: Path) -> np.ndarray:
-    """Tokens of each row's prompt (chat template applied where the tokenizer has one), memory-mapped."""
+def byte_bound(tokenizer: Any) -> tuple[str | None, int] | None:
+    """How a text's bytes bound its tokens: (the normalization to measure after, extra tokens), or None when
+    they do not (a tokenizer whose normalizer or pre-tokenizer adds text, or no fast tokenizer)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    tree = json.loads(backend.to_str())
+    normalizer = tree.get("normalizer")
+    if normalizer is not None and normalizer.get("type") not in ("NFC", "NFKC"):  # those are measured after
+        return None
+    pre = tree.get("pre_tokenizer") or {}
+    parts = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+    byte_level = [p for p in parts if p.get("type") == "ByteLevel"]
+    if tree.get("model", {}).get("type") != "BPE" or not byte_level:
+        return None
+    if any(p.get("type") not in ("ByteLevel", "Split", "Digits", "Punctuation") for p in parts):
+        return None  # e.g. Metaspace, which prepends a marker
+    form = normalizer["type"] if normalizer else None
+    return form, int(any(p.get("add_prefix_space") for p in byte_level))
+
+
+def _bytes(texts: list[str], form: str | None) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(texts, pa.large_string())
+    if form is not None:
+        arr = pc.utf8_normalize(arr, form)
+    return pc.binary_length(arr).to_numpy(zero_copy_only=False)
+
+
+def fitting_rows(file: DataFile, tokenizer: Any, model_dir: Path, limit: int) -> np.ndarray:
+    """A mask of the file's rows whose prompt (chat template applied where the tokenizer has one) has at most
+    ``limit`` tokens."""
     from rllm_sweeps.workflows.chat import ChatFormat
 
+    chat = ChatFormat(tokenizer, chat_template=True)
     path = datasets_cache() / "prompt_lengths" / f"{file.rows._fingerprint}-{tokenizer_id(model_dir)}.npy"
     if path.is_file():
-        return np.load(path, mmap_mode="r")
-    chat = ChatFormat(tokenizer, chat_template=True)
-    lengths = np.empty(len(file.rows), dtype=np.int32)
-    at = 0
-    for prompts in file.prompts():
-        texts = [chat.prompt_text(p) for p in prompts]
-        ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
-        lengths[at : at + len(ids)] = [len(x) for x in ids]
-        at += len(ids)
+        entries = np.load(path, mmap_mode="r")
+        undecided = np.flatnonzero(entries < -1 - limit)
+        if len(undecided) == 0:
+            return _fits(entries, limit)
+        entries, at = np.array(entries), 0
+        for prompts in file.prompts(BATCH, undecided):
+            entries[undecided[at : at + len(prompts)]] = _count(chat, chat.prompt_texts(prompts))
+            at += len(prompts)
+    else:
+        entries = _first_pass(file, chat, byte_bound(tokenizer), limit)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{np.random.default_rng().integers(1 << 30)}.tmp.npy")
-    np.save(tmp, lengths)
+    np.save(tmp, entries)
     tmp.replace(path)  # atomic: concurrent jobs never read half a file
-    return lengths
+    return _fits(entries, limit)
+
+
+def _first_pass(file: DataFile, chat: Any, bound: tuple[str | None, int] | None, limit: int) -> np.ndarray:
+    entries = np.empty(len(file.rows), dtype=np.int32)
+    at = 0
+    for prompts in file.prompts(batch_size=BATCH):
+        texts = chat.prompt_texts(prompts)
+        out = entries[at : at + len(texts)]
+        at += len(texts)
+        if bound is None:
+            out[:] = _count(chat, texts)
+            continue
+        most = _bytes(texts, bound[0]) + bound[1]
+        out[:] = -1 - most
+        over = np.flatnonzero(most > limit)  # the bound does not decide these: count them
+        if len(over):
+            out[over] = _count(chat, [texts[i] for i in over])
+    return entries
+
+
+def _count(chat: Any, texts: list[str]) -> np.ndarray:
+    ids = chat.tokenizer(texts, add_special_tokens=False)["input_ids"]
+    return np.fromiter((len(x) for x in ids), dtype=np.int32, count=len(ids))
+
+
+def _fits(entries: np.ndarray, limit: int) -> np.ndarray:
+    return np.where(entries >= 0, entries <= limit, entries >= -1 - limit)
 
 
 def load_tokenizer(model_path: str) -> tuple[Any, Path]:
@@ -55,4 +126,4 @@ def load_tokenizer(model_path: str) -> tuple[Any, Path]:
     return AutoTokenizer.from_pretrained(str(model_dir)), model_dir
 
 
-__all__ = ["load_tokenizer", "prompt_lengths", "tokenizer_id"]
+__all__ = ["byte_bound", "fitting_rows", "load_tokenizer", "tokenizer_id"]

@@ -32,12 +32,11 @@ class OpenedSplit:
 def open_split(
     files: list[DataFile], default_env: str, max_prompt_length: int, tokenizer: Any, model_dir: Path
 ) -> OpenedSplit:
-    from rllm_sweeps.data.lengths import prompt_lengths
+    from rllm_sweeps.data.lengths import fitting_rows
 
     kept, start = [], 0
     for f in files:
-        lengths = prompt_lengths(f, tokenizer, model_dir)
-        kept.append(np.flatnonzero(np.asarray(lengths) <= max_prompt_length) + start)
+        kept.append(np.flatnonzero(fitting_rows(f, tokenizer, model_dir, max_prompt_length)) + start)
         start += len(f.rows)
     indices = np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64)
     return OpenedSplit(Examples(files, indices, default_env), dropped=start - len(indices), rows=start)

@@ -1,0 +1,64 @@
+"""data.max_prompt_length on a dataset by path: the rows kept are those whose templated prompt has at most that
+many tokens, whether counted or decided by the byte bound, for any sequence of limits over one cached file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from data_files import write_parquet
+
+from rllm_sweeps.data import lengths
+from rllm_sweeps.data.files import DataFile
+from rllm_sweeps.data.lengths import byte_bound, fitting_rows, load_tokenizer
+from rllm_sweeps.workflows.chat import ChatFormat
+
+TEXTS = [
+    "What is 7 times 6?",
+    "Tom has 3 apples and buys 2 more. How many apples does he have now? " * 4,
+    "汤姆有三个苹果，又买了两个。他现在有几个？",
+    "🍎🍎🍎 + 🍎🍎 = ?",
+    "e\u0301 ñ Å 한국어 ﷺ ½ ２３",
+    "1",
+    "  spaced   out\n\nlines\t\t",
+    "<|im_start|>user\nliteral special tokens<|im_end|>",
+    "x" * 300,
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer("builtin:tiny-qwen3")
+
+
+def test_a_prompt_never_has_more_tokens_than_its_byte_bound(tokenizer):
+    tok, _ = tokenizer
+    bound = byte_bound(tok)
+    assert bound is not None  # Qwen's tokenizer is byte-level BPE
+    chat = ChatFormat(tok, chat_template=True)
+    for text in TEXTS:
+        rendered = chat.prompt_text(text)
+        assert len(chat.encode(rendered)) <= len(rendered.encode()) + bound[1], text
+
+
+def test_the_rows_kept_are_those_within_the_limit_whatever_limits_came_before(tmp_path, monkeypatch, tokenizer):
+    tok, model_dir = tokenizer
+    monkeypatch.setattr(lengths, "datasets_cache", lambda: tmp_path / "cache")
+    rows = [{"prompt": [{"role": "user", "content": t}], "ground_truth": str(i)} for i, t in enumerate(TEXTS)]
+    f = DataFile.open(str(write_parquet(tmp_path / "rows.parquet", rows)))
+    chat = ChatFormat(tok, chat_template=True)
+    tokens = np.array([len(chat.prompt_ids(t)) for t in TEXTS])
+    for limit in (1000, 200, 60, 120, 1000):
+        assert fitting_rows(f, tok, model_dir, limit).tolist() == (tokens <= limit).tolist(), limit
+    entries = np.load(next((tmp_path / "cache").glob("prompt_lengths/*.npy")))
+    # Counted: the rows some limit fell below the byte bound of; the rest were decided by it, uncounted.
+    assert (entries >= 0).any() and (entries < 0).any()
+    assert (entries[entries >= 0] == tokens[entries >= 0]).all()
+
+
+def test_a_large_limit_counts_no_row(tmp_path, monkeypatch, tokenizer):
+    tok, model_dir = tokenizer
+    monkeypatch.setattr(lengths, "datasets_cache", lambda: tmp_path / "cache")
+    rows = [{"prompt": t, "ground_truth": "0"} for t in TEXTS]
+    f = DataFile.open(str(write_parquet(tmp_path / "rows.parquet", rows)))
+    monkeypatch.setattr(lengths, "_count", lambda chat, texts: pytest.fail("counted tokens"))
+    assert fitting_rows(f, tok, model_dir, 4096).all()
