@@ -5,13 +5,16 @@ then runs the same 2-step job on each (`python train.py data.train_data=[...] ..
 first step), twice per file:
 
   cold   the first job on a newly written file: the pre-launch check converts the parquet into ``datasets``'
-         memory-mapped Arrow cache and counts every prompt's tokens (SkyRL's max_prompt_length filter)
-  warm   a later job on the same file (a sweep's jobs after its one check, a rerun, a resumed job)
+         memory-mapped Arrow cache and decides which prompts fit data.max_prompt_length (SkyRL's filter: every
+         prompt's chat template rendered, tokens counted where its bytes do not decide: data/lengths.py)
+  warm   a later job on the same file (a sweep's jobs after its one check, a rerun, a resumed job); run
+         --repeats times, the sizes alternating, and the median taken (the machine's other load moves a
+         job's start by seconds)
 
 and reports each job's peak resident memory (/usr/bin/time's maximum RSS of the job process) and the time
 from process start to its first completed step (the first `train` record of metrics.jsonl).
 
-    .venv/bin/python bench/data_scale.py [--rows 1000000] [--dir /tmp/data_scale]
+    .venv/bin/python bench/data_scale.py [--rows 1000000] [--repeats 3] [--dir /tmp/data_scale]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -74,31 +78,42 @@ def run(train: Path, val: Path, job_dir: Path) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeats", type=int, default=3, help="warm jobs per file (the median is reported)")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/data_scale"))
     args = ap.parse_args()
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
     val = args.dir / "val.parquet"
     write_rows(val, 8)
-    results = {}
-    for n in (1000, args.rows):
+    sizes = (1000, args.rows)
+    runs: dict[tuple[int, str], list[dict[str, float]]] = {}
+
+    def job(n: int, kind: str) -> None:
+        r = run(args.dir / f"train_{n}.parquet", val, args.dir / f"job_{n}_{kind}")
+        runs.setdefault((n, kind), []).append(r)
+        rss, first = r["peak_rss_mb"], r["first_step_s"]
+        print(f"{n:>9,} rows {kind}: peak RSS {rss:.0f} MB, first step {first:.1f} s", flush=True)
+
+    for n in sizes:
         train = args.dir / f"train_{n}.parquet"
         t = time.time()
         write_rows(train, n)
         print(
             f"wrote {train} ({n:,} rows, {os.path.getsize(train) / 1e6:.1f} MB) in {time.time() - t:.1f} s", flush=True
         )
-        for kind in ("cold", "warm"):
-            results[(n, kind)] = r = run(train, val, args.dir / f"job_{n}_{kind}")
-            print(
-                f"{n:>9,} rows {kind}: peak RSS {r['peak_rss_mb']:.0f} MB, first step {r['first_step_s']:.1f} s",
-                flush=True,
-            )
+        job(n, "cold")
+    for _ in range(args.repeats):
+        for n in sizes:
+            job(n, "warm")
     for kind in ("cold", "warm"):
-        small, big = results[(1000, kind)], results[(args.rows, kind)]
+        small, big = (
+            {k: statistics.median(r[k] for r in runs[(n, kind)]) for k in ("peak_rss_mb", "first_step_s")}
+            for n in sizes
+        )
+        (rss0, first0), (rss1, first1) = ((s["peak_rss_mb"], s["first_step_s"]) for s in (small, big))
         print(
-            f"{kind}: {args.rows:,} rows vs 1,000: peak RSS +{big['peak_rss_mb'] - small['peak_rss_mb']:.0f} MB, "
-            f"first step +{big['first_step_s'] - small['first_step_s']:.1f} s"
+            f"{kind} (median of {len(runs[(1000, kind)])}): {args.rows:,} rows vs 1,000: peak RSS {rss1:.0f} vs "
+            f"{rss0:.0f} MB ({rss1 - rss0:+.0f}), first step {first1:.1f} vs {first0:.1f} s ({first1 - first0:+.1f})"
         )
 
 
