@@ -9,7 +9,7 @@ from data_files import write_parquet
 
 from rllm_sweeps.data import lengths
 from rllm_sweeps.data.files import DataFile
-from rllm_sweeps.data.lengths import byte_bound, fitting_rows, load_tokenizer
+from rllm_sweeps.data.lengths import ByteBound, byte_bound, fitting_rows, load_tokenizer
 from rllm_sweeps.workflows.chat import ChatFormat
 
 TEXTS = [
@@ -37,7 +37,7 @@ def test_a_prompt_never_has_more_tokens_than_its_byte_bound(tokenizer):
     chat = ChatFormat(tok, chat_template=True)
     for text in TEXTS:
         rendered = chat.prompt_text(text)
-        assert len(chat.encode(rendered)) <= len(rendered.encode()) + bound[1], text
+        assert len(chat.encode(rendered)) <= len(rendered.encode()), text
 
 
 def test_the_rows_kept_are_those_within_the_limit_whatever_limits_came_before(tmp_path, monkeypatch, tokenizer):
@@ -62,3 +62,21 @@ def test_a_large_limit_counts_no_row(tmp_path, monkeypatch, tokenizer):
     f = DataFile.open(str(write_parquet(tmp_path / "rows.parquet", rows)))
     monkeypatch.setattr(lengths, "_count", lambda chat, texts: pytest.fail("counted tokens"))
     assert fitting_rows(f, tok, model_dir, 4096).all()
+
+
+def test_a_tokenizer_that_adds_text_to_what_it_reads_gets_no_byte_bound():
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    def bound(pre, normalizer=None):
+        t = Tokenizer(models.BPE())
+        t.pre_tokenizer = pre
+        if normalizer is not None:
+            t.normalizer = normalizer
+        return byte_bound(PreTrainedTokenizerFast(tokenizer_object=t))
+
+    assert bound(pre_tokenizers.ByteLevel(add_prefix_space=False)) == ByteBound(None)
+    assert bound(pre_tokenizers.ByteLevel(add_prefix_space=False), normalizers.NFC()) == ByteBound("NFC")
+    assert bound(pre_tokenizers.ByteLevel(add_prefix_space=True)) is None
+    assert bound(pre_tokenizers.Metaspace()) is None
+    assert bound(pre_tokenizers.ByteLevel(add_prefix_space=False), normalizers.Prepend("_")) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 from rllm_sweeps.data.files import DataFile, datasets_cache
 
 # A cached entry: >= 0, the row's tokens; < 0, not counted and at most (-entry - 1) tokens.
-BATCH = 4096
+BATCH = 4096  # prompts rendered (and tokenized) at a time
 
 
 def tokenizer_id(model_dir: Path) -> str:
@@ -32,9 +33,16 @@ def tokenizer_id(model_dir: Path) -> str:
     return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
 
-def byte_bound(tokenizer: Any) -> tuple[str | None, int] | None:
-    """How a text's bytes bound its tokens: (the normalization to measure after, extra tokens), or None when
-    they do not (a tokenizer whose normalizer or pre-tokenizer adds text, or no fast tokenizer)."""
+@dataclass(frozen=True)
+class ByteBound:
+    """A text has at most as many tokens as bytes, measured after this Unicode normalization (None: as is)."""
+
+    normalization: str | None
+
+
+def byte_bound(tokenizer: Any) -> ByteBound | None:
+    """How a text's bytes bound its tokens, or None when they do not (a normalizer or pre-tokenizer that adds
+    text, such as a prefix space or Metaspace's marker, or no fast tokenizer)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         return None
@@ -49,8 +57,9 @@ def byte_bound(tokenizer: Any) -> tuple[str | None, int] | None:
         return None
     if any(p.get("type") not in ("ByteLevel", "Split", "Digits", "Punctuation") for p in parts):
         return None  # e.g. Metaspace, which prepends a marker
-    form = normalizer["type"] if normalizer else None
-    return form, int(any(p.get("add_prefix_space") for p in byte_level))
+    if any(p.get("add_prefix_space") for p in byte_level):
+        return None  # a space before each piece between special tokens
+    return ByteBound(normalizer["type"] if normalizer else None)
 
 
 def _bytes(texts: list[str], form: str | None) -> np.ndarray:
@@ -88,7 +97,7 @@ def fitting_rows(file: DataFile, tokenizer: Any, model_dir: Path, limit: int) ->
     return _fits(entries, limit)
 
 
-def _first_pass(file: DataFile, chat: Any, bound: tuple[str | None, int] | None, limit: int) -> np.ndarray:
+def _first_pass(file: DataFile, chat: Any, bound: ByteBound | None, limit: int) -> np.ndarray:
     entries = np.empty(len(file.rows), dtype=np.int32)
     at = 0
     for prompts in file.prompts(batch_size=BATCH):
@@ -98,7 +107,7 @@ def _first_pass(file: DataFile, chat: Any, bound: tuple[str | None, int] | None,
         if bound is None:
             out[:] = _count(chat, texts)
             continue
-        most = _bytes(texts, bound[0]) + bound[1]
+        most = _bytes(texts, bound.normalization)
         out[:] = -1 - most
         over = np.flatnonzero(most > limit)  # the bound does not decide these: count them
         if len(over):
@@ -126,4 +135,4 @@ def load_tokenizer(model_path: str) -> tuple[Any, Path]:
     return AutoTokenizer.from_pretrained(str(model_dir)), model_dir
 
 
-__all__ = ["byte_bound", "fitting_rows", "load_tokenizer", "tokenizer_id"]
+__all__ = ["ByteBound", "byte_bound", "fitting_rows", "load_tokenizer", "tokenizer_id"]
