@@ -154,6 +154,12 @@ def render_plan(plan: Plan, rows: int = 20, parallel: int | None = None) -> str:
         lines.append(f"Constraints dropped {t.dropped:,} of {t.candidates:,} grid points")
     elif spec.method == "random":
         lines.append(f"Sampled with Optuna's RandomSampler(seed={spec.seed}): {t.candidates:,} draws")
+    elif spec.pbt is not None:
+        p = spec.pbt
+        lines.append(
+            f"PBT: a population of {p.population} (first points drawn with Optuna's RandomSampler(seed={spec.seed})); "
+            f"every {p.interval} steps the bottom {p.quantile:g} copies a top trial's checkpoint and perturbs"
+        )
     elif spec.optuna is not None:
         o = spec.optuna
         lines.append(

@@ -138,7 +138,12 @@ def print_planning(done: int, total: int, seconds: float) -> None:
 
 
 def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
-    """Where the jobs come from: the plan (grid, random), or Optuna as results arrive."""
+    """Where the jobs come from: the plan (grid, random; PBT's population), or Optuna as results arrive."""
+    if plan.spec.method == "pbt":
+        from rllm_sweeps.sweep.pbt_source import PbtSource
+
+        plan.write(sweep_dir)
+        return PbtSource(plan, sweep_dir)
     if plan.spec.method != "optuna":
         plan.write(sweep_dir)
         return StaticSource(plan, sweep_dir)

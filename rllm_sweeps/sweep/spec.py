@@ -3,7 +3,7 @@
 A sweep file (conf/sweep/NAME.yaml, selected with `+sweep=NAME`) is the `sweep` node of
 the config, in the shape of a W&B sweep file plus what W&B lacks:
 
-    method: grid                      # grid | random | optuna
+    method: grid                      # grid | random | optuna | pbt
     metric: {name: val_reward_mean, goal: maximize}
     parameters:
       trainer.lr: {values: [1e-4, 3e-4]}
@@ -40,6 +40,7 @@ from rllm_sweeps.sweep.constraints import Constraint
 from rllm_sweeps.sweep.optuna_settings import OptunaSettings
 from rllm_sweeps.sweep.param import Param
 from rllm_sweeps.sweep.parse_file import SEED_KEY, SpecParser
+from rllm_sweeps.sweep.pbt_settings import PbtSpec
 
 
 class SweepError(ConfigError):
@@ -68,6 +69,7 @@ class SweepSpec:
     seed: int = 0  # the sweep's own seed: a random sweep is reproducible
     name: str | None = None
     optuna: OptunaSettings | None = None  # method optuna: sampler, pruner, storage, study name
+    pbt: PbtSpec | None = None  # method pbt: population, interval, quantile, mutations
     source: str = "command line"  # the sweep file, or "command line"
     notes: tuple[str, ...] = field(default=(), compare=False)
 
@@ -121,6 +123,8 @@ class SweepSpec:
             out["name"] = self.name
         if self.optuna is not None:
             out["optuna"] = self.optuna.to_dict()
+        if self.pbt is not None:
+            out["pbt"] = self.pbt.to_dict()
         return out
 
 
