@@ -77,6 +77,7 @@ def test_a_pbt_sweep_copies_checkpoints_in_running_jobs_and_the_best_trials_sche
     copied = {t: s.parents for t, s in schedules.items() if s.parents}
     assert copied, f"no trial copied another's checkpoint: {schedules}"
     assert len(list(SweepPaths(sweep).pbt_board.glob("trial_*.json"))) == 4
+    assert (sweep / "report" / "pbt_schedules.png").stat().st_size > 0  # the schedules and the lineage
 
     for t, parents in copied.items():
         records = read_metrics(trials[t])

@@ -21,7 +21,7 @@ copied step's data position is a function of the seed and the step).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,15 +51,6 @@ class PbtSpec:
         if self.mutate is not None:
             out["mutate"] = list(self.mutate)
         return out
-
-    def settings(self, params: Iterable[Param], seed: int) -> Any:
-        """pbt.PbtSettings: a Mutation per mutated key, from the key's own sweep parameter."""
-        from rllm_sweeps.sweep.pbt import Mutation, PbtSettings
-
-        swept = [p for p in params if p.is_swept]
-        keys = set(self.mutate) if self.mutate is not None else {p.key for p in swept}
-        mutations = tuple(Mutation(p, self.factors, self.resample_probability) for p in swept if p.key in keys)
-        return PbtSettings(self.population, self.interval, self.quantile, mutations, seed)
 
 
 def schedule_field(key: str) -> str | None:

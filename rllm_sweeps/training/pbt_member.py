@@ -29,7 +29,7 @@ from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.pbt import PbtMembership, read_membership
 from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.records.schedule import Parent, Schedule, Segment, read_schedule, write_schedule
-from rllm_sweeps.sweep.pbt import Exploit, PbtSettings, TrialState, decide
+from rllm_sweeps.sweep.pbt import Exploit, PbtSettings, TrialState, decide, pbt_settings
 from rllm_sweeps.sweep.pbt_board import PopulationBoard
 from rllm_sweeps.sweep.pbt_settings import schedule_field
 from rllm_sweeps.training.checkpoints import TrainerState, checkpoint_name, copy_checkpoint
@@ -61,7 +61,7 @@ class PbtMember:
             write_schedule(job_dir, lineage)
         spec = SweepSpec.from_dict(membership.spec, source=str(JobPaths(job_dir).pbt))
         assert spec.pbt is not None, "a PBT trial's membership holds a method: pbt spec"
-        settings = spec.pbt.settings(spec.parameters, spec.seed)
+        settings = pbt_settings(spec.pbt, spec.parameters, spec.seed)
         return cls(membership, job_dir, settings, spec.metric[0], spec.swept_keys)
 
     # -- the loop's hooks ------------------------------------------------------------------
