@@ -13,7 +13,8 @@ from test_sweep_run import env, job_results
 
 from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.schedule import read_schedule
-from rllm_sweeps.results import read_metrics
+from rllm_sweeps.report import build_report
+from rllm_sweeps.results import JobResult, read_metrics
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -32,6 +33,8 @@ PBT = [
     "sweep.pbt.interval=3",
     f"trainer.total_batches={STEPS}",
     "hydra.sweeper.parallel=1",
+    "sweep.confirm.top=2",  # then the 2 best trials' schedules again, with 2 fresh seeds each
+    "sweep.confirm.seeds=2",
 ]
 
 
@@ -65,7 +68,7 @@ def replay(job_dir, out) -> list[dict]:  # noqa: ANN001
     return [r for kind in ("train", "val") for r in records if r["kind"] == kind]
 
 
-def test_a_pbt_sweep_copies_checkpoints_in_running_jobs_and_the_best_trials_schedule_replays_its_rewards(tmp_path):
+def test_a_pbt_sweep_copies_checkpoints_in_running_jobs_its_schedules_replay_and_its_top_trials_are_confirmed(tmp_path):
     sweep = tmp_path / "sweep"
     cmd = [sys.executable, str(REPO / "train.py"), "-m", *PBT, f"hydra.sweep.dir={sweep}"]
     proc = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
@@ -92,6 +95,19 @@ def test_a_pbt_sweep_copies_checkpoints_in_running_jobs_and_the_best_trials_sche
             f"pbt: step 3: trial {t} continues from trial {parent.trial}'s checkpoint"
             in (trials[t] / "job.log").read_text()
         )
+
+    # Confirmation: the top 2 trials' schedules, each replayed with 2 fresh seeds (not the search's 42).
+    stage = SweepPaths(sweep).confirm
+    confirm_dirs = stage.job_dirs()
+    assert len(confirm_dirs) == 4 and all(JobResult.read(d).status == "completed" for d in confirm_dirs)
+    for d in confirm_dirs:
+        schedule = read_schedule(d)
+        assert schedule in schedules.values()
+        lrs = [r["lr"] for r in read_metrics(d) if r["kind"] == "train"]
+        assert lrs == pytest.approx([schedule.settings_at(step)["lr"] for step in range(STEPS)])
+    confirmation = build_report(sweep).confirmation
+    assert confirmation is not None and len(confirmation.stats.ranking) == 2 and confirmation.seeds == (43, 44)
+    assert "confirmed: " in proc.stdout
 
     # The best trial's schedule, replayed from scratch as one job, gives its lineage's rewards step
     # for step (and, should the best be a trial that never copied, one that did too).

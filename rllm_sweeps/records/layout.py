@@ -6,6 +6,7 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
     SWEEP_DIR/                          SweepPaths
       manifest.json, plan.json          the command and sweep id; the plan (sweep/plan.py)
       pbt_board/                        a PBT sweep's latest score of each trial (sweep/pbt_board.py)
+      confirm/                          the confirmation stage, laid out as a sweep (sweep/confirm.py)
       sweeper.lock                      held by the sweep's live sweeper (sweep/sweeper_lock.py)
       slurm/                            submitit's files of the sweep's SLURM arrays
       report/                           what `rllm-sweeps report` writes
@@ -36,6 +37,7 @@ GENERATION_FILE = "generation"
 SCHEDULE_FILE = "schedule.json"
 PBT_FILE = "pbt.json"
 PBT_BOARD_DIR = "pbt_board"
+CONFIRM_DIR = "confirm"
 HYDRA_DIR = ".hydra"
 # A job by hand with no override runs here, under outputs/<project>/<experiment>/ (an override
 # name always holds '=', so no command's name can be this one).
@@ -204,6 +206,11 @@ class SweepPaths:
     def pbt_board(self) -> Path:
         """A PBT sweep's board: each trial's latest score (sweep/pbt_board.py)."""
         return self.root / PBT_BOARD_DIR
+
+    @property
+    def confirm(self) -> SweepPaths:
+        """The confirmation stage: a sweep directory of its own (plan.json, jobs/; sweep/confirm.py)."""
+        return SweepPaths(self.root / CONFIRM_DIR)
 
     @property
     def sweeper_lock(self) -> Path:

@@ -318,13 +318,6 @@ def write_plots(report: Report, out_dir: Path) -> list[Path]:
         from rllm_sweeps.report.study import plot_study
 
         paths += plot_study(report.study, out_dir)
-    if report.method == "pbt":  # each trial's settings per step and the lineage (records/schedule.py)
-        from rllm_sweeps.records.schedule import read_schedule
-        from rllm_sweeps.report.lineage_plot import plot_schedules
-
-        schedules = {j.index: read_schedule(j.job_dir) for j in report.jobs if j.job_dir is not None}
-        total = max((j.steps or 0 for j in report.jobs), default=0)
-        paths += plot_schedules(schedules, total, out_dir)
     return paths
 
 

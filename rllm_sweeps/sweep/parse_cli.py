@@ -164,7 +164,7 @@ def _parse_command_line(
             setting = key[len(SWEEP_GROUP) + 1 :]
             if o.is_sweep_override():
                 problem(where, f"sweep.{setting} takes one value, not a sweep")
-            elif "." in setting and not setting.startswith(("metric.", "optuna.", "pbt.")):
+            elif "." in setting and not setting.startswith(("metric.", "optuna.", "pbt.", "confirm.")):
                 problem(where, f"set parameters as KEY=VALUES on the command line, not sweep.{setting}")
             else:
                 settings[setting] = (o.value(), where)

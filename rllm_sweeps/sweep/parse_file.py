@@ -24,6 +24,7 @@ from rllm_sweeps.config.spelling import canonical_key
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.results import EPISODE_METRICS, VALIDATION_METRICS, canonical_metric, is_validation_metric
+from rllm_sweeps.sweep.confirm_settings import parse_confirm_settings
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
 from rllm_sweeps.sweep.optuna_settings import parse_optuna_settings
 from rllm_sweeps.sweep.param import Param
@@ -50,6 +51,7 @@ _SPEC_FIELDS = (
     "description",
     "optuna",
     "pbt",
+    "confirm",
 )
 
 SpecT = TypeVar("SpecT")
@@ -80,6 +82,7 @@ class SpecParser:
         metric_parts: dict[str, tuple[Any, str]] = {}
         optuna_parts: dict[str, tuple[Any, str]] = {}
         pbt_parts: dict[str, tuple[Any, str]] = {}
+        confirm_parts: dict[str, tuple[Any, str]] = {}
         for key, (value, where) in settings.items():
             if key.startswith("metric."):
                 metric_parts[key[len("metric.") :]] = (value, where)
@@ -87,6 +90,8 @@ class SpecParser:
                 optuna_parts[key[len("optuna.") :]] = (value, where)
             elif key.startswith("pbt."):
                 pbt_parts[key[len("pbt.") :]] = (value, where)
+            elif key.startswith("confirm."):
+                confirm_parts[key[len("confirm.") :]] = (value, where)
             else:
                 raw[key] = (value, where)
         for key, (_, where) in raw.items():
@@ -187,6 +192,12 @@ class SpecParser:
                 budget = pbt.population
         elif pbt_block is not None or pbt_parts:
             self.notes.append(f"{source}: pbt settings are ignored by method {method}")
+        confirm = None
+        confirm_block, confirm_where = get("confirm")
+        if confirm_block is not None or confirm_parts:
+            confirm = parse_confirm_settings(confirm_block, confirm_where, confirm_parts, self.problem)
+            if isinstance(confirm.seeds, tuple) and seeds and (reused := sorted(set(confirm.seeds) & set(seeds))):
+                self.problem(confirm_where, f"confirm.seeds {reused} are seeds of the search: give fresh ones")
         n_seeds = len(seeds) if seeds else 1
         if method == "grid":
             for p in params.values():
@@ -238,6 +249,7 @@ class SpecParser:
             name=str(name) if name is not None else None,
             optuna=optuna,
             pbt=pbt,
+            confirm=confirm,
             source=source,
             notes=tuple(self.notes),
         )

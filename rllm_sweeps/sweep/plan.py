@@ -166,6 +166,13 @@ def render_plan(plan: Plan, rows: int = 20, parallel: int | None = None) -> str:
             f"Optuna: sampler {o.sampler}, pruner {o.pruner}; {t.points:,} finished trials (complete or pruned), "
             "each asked when a slot frees, its jobs validated before they launch"
         )
+    if spec.confirm is not None:
+        c, per_job = spec.confirm, t.node_hours / max(t.jobs, 1)
+        seeds = f"seeds {list(c.seeds)}" if isinstance(c.seeds, tuple) else f"{c.seeds} fresh seeds"
+        lines.append(
+            f"Then confirmation: the top {c.top} points x {seeds} = {c.jobs} more jobs "
+            f"(about {_short(per_job * c.jobs)} node-hours more); `best` is the confirmed best"
+        )
     if plan.base_overrides:
         lines.append("Every job: " + " ".join(plan.base_overrides))
     if not t.validated:

@@ -11,6 +11,7 @@ the config, in the shape of a W&B sweep file plus what W&B lacks:
     zip: [[model.path, data.train_batch_size]]
     seeds: 3
     constraints: ["rollout.n * data.train_batch_size <= 512"]
+    confirm: {top: 3, seeds: 4}       # then the 3 best points again, with 4 fresh seeds each
 
 On the command line, Hydra's sweep syntax keeps its meaning (`key=a,b`, `choice`,
 `range`, `glob`, `sort`, `shuffle` are grid dimensions; `interval(a,b)`,
@@ -36,6 +37,7 @@ from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.problems import Problems
 from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.records.plan import Metric, PlanFacts
+from rllm_sweeps.sweep.confirm_settings import ConfirmSpec
 from rllm_sweeps.sweep.constraints import Constraint
 from rllm_sweeps.sweep.optuna_settings import OptunaSettings
 from rllm_sweeps.sweep.param import Param
@@ -70,6 +72,7 @@ class SweepSpec:
     name: str | None = None
     optuna: OptunaSettings | None = None  # method optuna: sampler, pruner, storage, study name
     pbt: PbtSpec | None = None  # method pbt: population, interval, quantile, mutations
+    confirm: ConfirmSpec | None = None  # after the search: the top configs re-run with fresh seeds
     source: str = "command line"  # the sweep file, or "command line"
     notes: tuple[str, ...] = field(default=(), compare=False)
 
@@ -125,6 +128,8 @@ class SweepSpec:
             out["optuna"] = self.optuna.to_dict()
         if self.pbt is not None:
             out["pbt"] = self.pbt.to_dict()
+        if self.confirm is not None:
+            out["confirm"] = self.confirm.to_dict()
         return out
 
 
