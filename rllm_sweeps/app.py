@@ -153,7 +153,7 @@ def run_hydra_job(cfg: DictConfig) -> dict:
 SWEEP_SETTING_HELP = {
     "name": "the sweep directory's name (multirun/PROJECT/NAME-ID)",
     "description": "free text, kept in plan.json",
-    "method": "grid | random | optuna (a W&B file's bayes runs as optuna with TPE)",
+    "method": "grid | random | optuna | pbt (a W&B file's bayes runs as optuna with TPE)",
     "metric": "{name: val_reward_mean, goal: maximize}",
     "parameters": "KEY: {values: [...]} | {distribution: ..., min, max} (W&B's form)",
     "zip": "[[key_a, key_b], ...]: keys that vary together",
@@ -164,6 +164,8 @@ SWEEP_SETTING_HELP = {
     "run_cap": "W&B's name for budget",
     "parallel": "jobs in flight (default 1)",
     "seed": "the sweep's own random seed",
+    "pbt": ".population=N .interval=STEPS (.quantile .factors .resample_probability .mutate): method pbt",
+    "confirm": ".top=K .seeds=N: after the search, its K best points again with N fresh seeds",
 }
 
 

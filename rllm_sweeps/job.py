@@ -201,6 +201,7 @@ def _train(
     from rllm_sweeps.trackers import make_trackers
     from rllm_sweeps.training.checkpoints import checkpoint_name
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer
+    from rllm_sweeps.training.pbt_member import PbtMember
     from rllm_sweeps.training.settings import LoopSettings
     from rllm_sweeps.training.trial import TrialReporter
     from rllm_sweeps.workflows import read_workflow
@@ -227,6 +228,9 @@ def _train(
         if getattr(backend, "pg", None) is not None:  # RayJaxBackend: one JAX process per bundle
             ray_cluster.note(process_nodes=ray_cluster.placement_nodes(backend.pg))
         first_step = 0
+        # A PBT trial's side of the search (None otherwise); first: a resumed trial continues the
+        # schedule of its checkpoint.
+        pbt = PbtMember.for_job(job_dir, resume_from)
         trainer = RLTrainer(
             settings,
             backend,
@@ -270,11 +274,22 @@ def _train(
                 t.log(metrics, metrics["step"])
             if trial is not None:
                 trial.on_validation(metrics)
+            if pbt is not None:
+                pbt.on_validation(metrics)
+
+        def on_checkpoint(path: Path, state: Any) -> None:
+            if pbt is not None:  # at each interval: report the score, maybe continue from a better trial
+                pbt.on_checkpoint(trainer, path, state)
 
         def should_stop() -> bool:
             return bool(stop) or not fence.current() or (trial is not None and trial.should_stop())
 
-        trainer.hooks = LoopHooks(on_step_end=on_step_end, on_validation_end=on_validation_end, should_stop=should_stop)
+        trainer.hooks = LoopHooks(
+            on_step_end=on_step_end,
+            on_validation_end=on_validation_end,
+            on_checkpoint=on_checkpoint,
+            should_stop=should_stop,
+        )
         try:
             stop.in_training = True
             trainer.fit()

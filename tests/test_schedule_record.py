@@ -53,3 +53,9 @@ def test_a_schedule_survives_its_file(tmp_path) -> None:  # noqa: ANN001
     write_schedule(tmp_path, _schedule())
     assert read_schedule(tmp_path) == _schedule()
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_each_step_of_a_lineage_was_trained_by_the_trial_whose_checkpoint_a_later_copy_took() -> None:
+    schedule = _schedule()  # trial 5: copied trial 2 at step 3, then trial 1 at step 6
+    assert [schedule.trained_by(step, own=5) for step in range(1, 10)] == [2, 2, 2, 1, 1, 1, 5, 5, 5]
+    assert Schedule((Segment(0, {"lr": 1e-4}),)).trained_by(4, own=5) == 5

@@ -5,6 +5,8 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
 
     SWEEP_DIR/                          SweepPaths
       manifest.json, plan.json          the command and sweep id; the plan (sweep/plan.py)
+      pbt_board/                        a PBT sweep's latest score of each trial (sweep/pbt_board.py)
+      confirm/                          the confirmation stage, laid out as a sweep (sweep/confirm.py)
       sweeper.lock                      held by the sweep's live sweeper (sweep/sweeper_lock.py)
       slurm/                            submitit's files of the sweep's SLURM arrays
       report/                           what `rllm-sweeps report` writes
@@ -12,7 +14,8 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
         config.yaml, result.json, metrics.jsonl, job.log, node-K.log, attempts.jsonl, generation,
         ray.json, ray-auth-token (0600), checkpoints/, work/, slurm/ (submitit's files of a job
         submitted alone), .lock, skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports),
-        .hydra/ (Hydra's record of the command), train.log (the job's Python log)
+        .hydra/ (Hydra's record of the command), train.log (the job's Python log), schedule.json (settings
+        per step range: records/schedule.py), pbt.json (a PBT trial's membership: records/pbt.py)
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ SLURM_DIR = "slurm"
 ATTEMPTS_FILE = "attempts.jsonl"
 GENERATION_FILE = "generation"
 SCHEDULE_FILE = "schedule.json"
+PBT_FILE = "pbt.json"
+PBT_BOARD_DIR = "pbt_board"
+CONFIRM_DIR = "confirm"
 HYDRA_DIR = ".hydra"
 # A job by hand with no override runs here, under outputs/<project>/<experiment>/ (an override
 # name always holds '=', so no command's name can be this one).
@@ -124,6 +130,11 @@ class JobPaths:
         return self.root / SCHEDULE_FILE
 
     @property
+    def pbt(self) -> Path:
+        """A PBT trial's membership: its trial number, its population's directories and board (records/pbt.py)."""
+        return self.root / PBT_FILE
+
+    @property
     def lock(self) -> Path:
         """Held by the one process that works in the directory."""
         return self.root / ".lock"
@@ -190,6 +201,16 @@ class SweepPaths:
     @property
     def report(self) -> Path:
         return self.root / REPORT_DIR
+
+    @property
+    def pbt_board(self) -> Path:
+        """A PBT sweep's board: each trial's latest score (sweep/pbt_board.py)."""
+        return self.root / PBT_BOARD_DIR
+
+    @property
+    def confirm(self) -> SweepPaths:
+        """The confirmation stage: a sweep directory of its own (plan.json, jobs/; sweep/confirm.py)."""
+        return SweepPaths(self.root / CONFIRM_DIR)
 
     @property
     def sweeper_lock(self) -> Path:

@@ -75,6 +75,11 @@ class Schedule:
         """(start step, parent) of every segment that began from a copied checkpoint."""
         return tuple((s.start_step, s.parent) for s in self.segments if s.parent is not None)
 
+    def trained_by(self, step: int, own: int) -> int:
+        """The trial whose training made 1-based step `step` of this schedule's lineage: the parent of
+        the first segment that began from a copy at or after it, else `own` (the trial itself)."""
+        return next((p.trial for start, p in self.parents if start >= step), own)
+
     def to_dict(self) -> dict[str, Any]:
         return {"segments": [dataclasses.asdict(s) | {"settings": dict(s.settings)} for s in self.segments]}
 

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.attempts import read_attempts, total_time_s
-from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.layout import JobPaths, SweepPaths
 from rllm_sweeps.records.plan import Metric
+from rllm_sweeps.report.confirm_stats import confirm
+from rllm_sweeps.report.confirmation import ConfirmationReport, ConfirmedPoint
 from rllm_sweeps.report.study import StudySummary, read_study
 from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
 from rllm_sweeps.results import (
@@ -131,6 +133,7 @@ class Report:
     study: StudySummary | None = None  # method optuna: the study (best trial, importances)
     log_axes: list[str] = field(default_factory=list)  # swept parameters drawn from a log distribution
     zipped: list[list[str]] = field(default_factory=list)  # parameters that vary together (the spec's zip)
+    confirmation: ConfirmationReport | None = None  # sweep.confirm: the top points re-run with fresh seeds
 
     @property
     def has_seeds(self) -> bool:
@@ -211,7 +214,30 @@ def build_report(sweep_dir: Path | str) -> Report:
         study=read_study(sd.path, plan, manifest),
         log_axes=[_key_of(k) for k in log_axes],
         zipped=[[_key_of(str(k)) for k in group] for group in plan.spec.get("zip") or []],
+        confirmation=read_confirmation(sd.path, points, metrics[0]) if metrics else None,
     )
+
+
+def read_confirmation(sweep_dir: Path, points: list[PointRow], metric: Metric) -> ConfirmationReport | None:
+    """The confirmation stage's ranking (SWEEP_DIR/confirm/, sweep/confirm.py), None without one.
+    Each of its points re-runs the search's point of the same point id; completed replicates count."""
+    stage_dir = SweepPaths(sweep_dir).confirm.root
+    if not SweepPaths(stage_dir).plan.is_file():
+        return None
+    stage = build_report(stage_dir)
+    search = {p.point_id: p.point_index for p in points}
+    by_index = {j.index: j for j in stage.jobs}
+    replicates: dict[str, list[float]] = {}
+    confirmed: dict[str, ConfirmedPoint] = {}
+    for p in stage.points:
+        index = search.get(p.point_id, p.point_index)
+        name = f"point {index}"
+        rows = [by_index[i] for i in p.jobs]
+        values = [j.final[metric.name] for j in rows if j.status == COMPLETED and metric.name in j.final]
+        replicates[name] = values
+        confirmed[name] = ConfirmedPoint(name, index, tuple(p.swept_overrides), len(rows), len(values))
+    seeds = tuple(sorted({j.seed for j in stage.jobs if j.seed is not None}))
+    return ConfirmationReport(metric, confirm(replicates, maximize=metric.goal == "maximize"), confirmed, seeds)
 
 
 def _key_of(element: str) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.layout import REPORT_DIR
+from rllm_sweeps.report.confirmation import confirmation_lines, verdict
 from rllm_sweeps.report.model import Aggregate, BestPoint, Report
 from rllm_sweeps.report.study import study_lines
 
@@ -178,12 +179,22 @@ def tie_words(report: Report, best: BestPoint) -> str:
 
 
 def best_lines(report: Report) -> list[str]:
-    """'best val_reward_mean (maximize): 0.61 ± 0.02 (n=3) at point 2: trainer.lr=3e-6 rollout.n=8'."""
+    """'best val_reward_mean (maximize): 0.61 ± 0.02 (n=3) at point 2: trainer.lr=3e-6 rollout.n=8'.
+    With a confirmation stage, `best` is its winner, and the search's best is named as such."""
     lines = []
+    c = report.confirmation
+    if c is not None and c.winner is not None:
+        row = c.stats.ranking[0]
+        ci = f" [{row.ci[0]:.4g}, {row.ci[1]:.4g}]" if row.ci is not None else ""
+        lines.append(
+            f"best {c.metric.name} ({c.metric.goal}), confirmed: {row.mean:.4g}{ci} over {len(row.values)} fresh "
+            f"seeds at {row.name}: {' '.join(c.winner.overrides)}; {verdict(c)}"
+        )
     for b in report.best:
         value = fmt_aggregate(b.value) if report.has_seeds else fmt_number(b.value.mean)
         where = " ".join(b.point.swept_overrides) or "(the only point)"
-        line = f"best {b.metric.name} ({b.metric.goal}): {value} at point {b.point.point_index}"
+        head = "the search's best" if c is not None else "best"
+        line = f"{head} {b.metric.name} ({b.metric.goal}): {value} at point {b.point.point_index}"
         lines.append(f"{line}{tie_words(report, b)}: {where}")
     have = {b.metric.name for b in report.best}
     for m in report.metrics:
@@ -206,6 +217,8 @@ def render_table(report: Report, max_rows: int = MAX_ROWS) -> str:
     lines += best_lines(report)
     if report.study is not None:
         lines += study_lines(report.study)
+    if report.confirmation is not None:
+        lines += confirmation_lines(report.confirmation)
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)
 
@@ -307,6 +320,8 @@ def render_markdown(report: Report, plots: Sequence[Path] = ()) -> str:
         lines.append("")
 
     lines += ["## Best configuration", ""]
+    if report.confirmation is not None and report.confirmation.winner is not None:  # the confirmed best first
+        lines += [best_lines(report)[0], "", "The search's best (before confirmation):", ""]
     have = {b.metric.name for b in report.best}
     for b in report.best:
         value = fmt_aggregate(b.value) if report.has_seeds else fmt_number(b.value.mean)
@@ -317,6 +332,9 @@ def render_markdown(report: Report, plots: Sequence[Path] = ()) -> str:
         if m.name not in have:
             lines += [f"**{m.name}** ({m.goal}): none yet (no completed job reports it)", ""]
 
+    if report.confirmation is not None:
+        head, *rest = confirmation_lines(report.confirmation)
+        lines += ["## Confirmation", "", head, "", *(f"- {line.strip()}" for line in rest), ""]
     if report.study is not None:
         lines += ["## Optuna study", ""]
         lines += [f"- {line.strip()}" for line in study_lines(report.study)]

@@ -13,6 +13,7 @@ winning key by key.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, cano
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.sweep.param import Param
 from rllm_sweeps.sweep.parse_file import SEED_KEY, SpecParser
+from rllm_sweeps.sweep.pbt_settings import pbt_base_overrides
 from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec
 
 SWEEP_DIR = CONF_DIR / "sweep"
@@ -162,7 +164,7 @@ def _parse_command_line(
             setting = key[len(SWEEP_GROUP) + 1 :]
             if o.is_sweep_override():
                 problem(where, f"sweep.{setting} takes one value, not a sweep")
-            elif "." in setting and not setting.startswith(("metric.", "optuna.")):
+            elif "." in setting and not setting.startswith(("metric.", "optuna.", "pbt.", "confirm.")):
                 problem(where, f"set parameters as KEY=VALUES on the command line, not sweep.{setting}")
             else:
                 settings[setting] = (o.value(), where)
@@ -210,4 +212,10 @@ def _parse_command_line(
             base = [b for b in base if b[0] != key]
             base.append((key, o.input_line))
     spec = spec_parser.build(data, source, settings, list(cli_params.values()), make=SweepSpec)
-    return SweepRequest(spec=spec, base_overrides=tuple(line for _, line in base), sweep_file=file_path)
+    base_lines = [line for _, line in base]
+    if spec.pbt is not None:  # every trial validates and checkpoints at each interval
+        fixed = [p.override(p.choices[0]) for p in spec.parameters if p.kind == "value"]
+        with_pbt, notes = pbt_base_overrides(spec.pbt, [*base_lines, *fixed])
+        base_lines += with_pbt[len(base_lines) + len(fixed) :]
+        spec = dataclasses.replace(spec, notes=(*spec.notes, *notes))
+    return SweepRequest(spec=spec, base_overrides=tuple(base_lines), sweep_file=file_path)

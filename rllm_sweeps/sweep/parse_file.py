@@ -3,7 +3,7 @@
 The node is a sweep file's content (conf/sweep/NAME.yaml, `+sweep=NAME`), the `sweep.KEY=VALUE`
 settings of the command line on top of it, or plan.json's `spec` read back:
 
-    method: grid                      # grid | random | optuna
+    method: grid                      # grid | random | optuna | pbt (pbt_settings.py)
     metric: {name: val_reward_mean, goal: maximize}
     parameters: {trainer.lr: {values: [1e-4, 3e-4]}}      # each entry: parse_param.py
     zip: [[model.path, data.train_batch_size]]
@@ -24,13 +24,15 @@ from rllm_sweeps.config.spelling import canonical_key
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.results import EPISODE_METRICS, VALIDATION_METRICS, canonical_metric, is_validation_metric
+from rllm_sweeps.sweep.confirm_settings import parse_confirm_settings
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
 from rllm_sweeps.sweep.optuna_settings import parse_optuna_settings
 from rllm_sweeps.sweep.param import Param
 from rllm_sweeps.sweep.parse_param import ParamParser, is_integer
+from rllm_sweeps.sweep.pbt_settings import parse_pbt_settings
 from rllm_sweeps.sweep.wandb_fields import translate_wandb_fields
 
-METHODS = ("grid", "random", "optuna")
+METHODS = ("grid", "random", "optuna", "pbt")
 GOALS = ("maximize", "minimize")
 SEED_KEY = "trainer.seed"
 _SPEC_FIELDS = (
@@ -48,6 +50,8 @@ _SPEC_FIELDS = (
     "name",
     "description",
     "optuna",
+    "pbt",
+    "confirm",
 )
 
 SpecT = TypeVar("SpecT")
@@ -77,11 +81,17 @@ class SpecParser:
         raw: dict[str, tuple[Any, str]] = {k: (v, f"{source}: {k}") for k, v in data.items()}
         metric_parts: dict[str, tuple[Any, str]] = {}
         optuna_parts: dict[str, tuple[Any, str]] = {}
+        pbt_parts: dict[str, tuple[Any, str]] = {}
+        confirm_parts: dict[str, tuple[Any, str]] = {}
         for key, (value, where) in settings.items():
             if key.startswith("metric."):
                 metric_parts[key[len("metric.") :]] = (value, where)
             elif key.startswith("optuna."):
                 optuna_parts[key[len("optuna.") :]] = (value, where)
+            elif key.startswith("pbt."):
+                pbt_parts[key[len("pbt.") :]] = (value, where)
+            elif key.startswith("confirm."):
+                confirm_parts[key[len("confirm.") :]] = (value, where)
             else:
                 raw[key] = (value, where)
         for key, (_, where) in raw.items():
@@ -161,6 +171,33 @@ class SpecParser:
             self.problem(name_where, f"name {name!r} names the sweep's directory (multirun/PROJECT/NAME-ID): {bad}")
             name = None
 
+        pbt = None
+        pbt_block, pbt_where = get("pbt")
+        if method == "pbt":
+            pbt = parse_pbt_settings(pbt_block, pbt_where, pbt_parts, list(params.values()), self.problem)
+            if seeds is not None:
+                self.problem(
+                    seeds_where,
+                    "a PBT population shares one seed (a trial that copies a checkpoint continues its data "
+                    "order, a function of the seed and the step): drop seeds; sweep.confirm re-runs the best "
+                    "with fresh seeds",
+                )
+                seeds = None
+            if raw.get("parallel", (None, ""))[0] is None:
+                parallel = pbt.population  # a population trains at once (fewer: the late ones copy finished ones)
+            if budget is None:
+                budget = pbt.population
+            elif budget != pbt.population:
+                self.problem(budget_where, f"a PBT sweep's jobs are its population ({pbt.population}): drop budget")
+                budget = pbt.population
+        elif pbt_block is not None or pbt_parts:
+            self.notes.append(f"{source}: pbt settings are ignored by method {method}")
+        confirm = None
+        confirm_block, confirm_where = get("confirm")
+        if confirm_block is not None or confirm_parts:
+            confirm = parse_confirm_settings(confirm_block, confirm_where, confirm_parts, self.problem)
+            if isinstance(confirm.seeds, tuple) and seeds and (reused := sorted(set(confirm.seeds) & set(seeds))):
+                self.problem(confirm_where, f"confirm.seeds {reused} are seeds of the search: give fresh ones")
         n_seeds = len(seeds) if seeds else 1
         if method == "grid":
             for p in params.values():
@@ -211,6 +248,8 @@ class SpecParser:
             seed=seed,
             name=str(name) if name is not None else None,
             optuna=optuna,
+            pbt=pbt,
+            confirm=confirm,
             source=source,
             notes=tuple(self.notes),
         )

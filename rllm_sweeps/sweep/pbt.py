@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rllm_sweeps.sweep.param import Param
+
+if TYPE_CHECKING:
+    from rllm_sweeps.sweep.pbt_settings import PbtSpec
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,15 @@ class PbtSettings:
     quantile: float = 0.25  # the bottom (top) fraction that exploits (is exploited)
     mutations: tuple[Mutation, ...] = ()
     seed: int = 0
+
+
+def pbt_settings(spec: PbtSpec, params: Iterable[Param], seed: int) -> PbtSettings:
+    """The decisions' settings of a sweep's `pbt:` block: a Mutation per mutated swept key, from the
+    key's own sweep parameter (its distribution or values)."""
+    swept = [p for p in params if p.is_swept]
+    keys = set(spec.mutate) if spec.mutate is not None else {p.key for p in swept}
+    mutations = tuple(Mutation(p, spec.factors, spec.resample_probability) for p in swept if p.key in keys)
+    return PbtSettings(spec.population, spec.interval, spec.quantile, mutations, seed)
 
 
 @dataclass(frozen=True)

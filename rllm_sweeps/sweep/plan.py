@@ -154,11 +154,24 @@ def render_plan(plan: Plan, rows: int = 20, parallel: int | None = None) -> str:
         lines.append(f"Constraints dropped {t.dropped:,} of {t.candidates:,} grid points")
     elif spec.method == "random":
         lines.append(f"Sampled with Optuna's RandomSampler(seed={spec.seed}): {t.candidates:,} draws")
+    elif spec.pbt is not None:
+        p = spec.pbt
+        lines.append(
+            f"PBT: a population of {p.population} (first points drawn with Optuna's RandomSampler(seed={spec.seed})); "
+            f"every {p.interval} steps the bottom {p.quantile:g} copies a top trial's checkpoint and perturbs"
+        )
     elif spec.optuna is not None:
         o = spec.optuna
         lines.append(
             f"Optuna: sampler {o.sampler}, pruner {o.pruner}; {t.points:,} finished trials (complete or pruned), "
             "each asked when a slot frees, its jobs validated before they launch"
+        )
+    if spec.confirm is not None:
+        c, per_job = spec.confirm, t.node_hours / max(t.jobs, 1)
+        seeds = f"seeds {list(c.seeds)}" if isinstance(c.seeds, tuple) else f"{c.seeds} fresh seeds"
+        lines.append(
+            f"Then confirmation: the top {c.top} points x {seeds} = {c.jobs} more jobs "
+            f"(about {_short(per_job * c.jobs)} node-hours more); `best` is the confirmed best"
         )
     if plan.base_overrides:
         lines.append("Every job: " + " ".join(plan.base_overrides))

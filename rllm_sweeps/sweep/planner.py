@@ -36,6 +36,7 @@ from rllm_sweeps.problems import did_you_mean_key
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
 from rllm_sweeps.sweep.job_hashes import job_hashes
 from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
+from rllm_sweeps.sweep.pbt_settings import pbt_job_issues
 from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals, job_spool, resource_hours
 from rllm_sweeps.sweep.point_scan import PointScanner, Scan
 from rllm_sweeps.sweep.space import Point
@@ -368,6 +369,8 @@ class Planner:
                     index += 1
                     continue
                 config = self.composer.job(base, job_settings, overrides, validate=self.validate)
+                if spec.pbt is not None and config.plain is not None:  # what a PBT trial's config must hold
+                    config.issues += [ConfigIssue("pbt", m) for m in pbt_job_issues(spec.pbt, config.plain)]
                 if config.issues or config.plain is None:
                     self.bad_jobs += 1
                     if self.bad_jobs <= _MAX_BAD_JOBS_SHOWN:

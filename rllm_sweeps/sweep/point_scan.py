@@ -184,7 +184,7 @@ class PointScanner:
         need = None if limit is None else math.ceil(limit / spec.n_seeds)
         if spec.method == "optuna":
             return self.optuna_probes(need)
-        if spec.method == "random":
+        if spec.method in ("random", "pbt"):  # a PBT population's first points are drawn at random
             assert spec.budget is not None
             n = spec.budget // spec.n_seeds
             samples = self.space.sample(n, accept=self.accepts)

@@ -114,17 +114,33 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         progress_every_s=options.progress_every_s,
     )
     results: dict[int, Any] | None = None
+    confirmed: dict[int, Any] | None = {}
     try:
         results = runner.run()
+        if plan.spec.confirm is not None:  # the top points again, with fresh seeds (sweep/confirm.py)
+            from rllm_sweeps.sweep.confirm import run_stage
+
+            confirmed = None
+            confirmed = run_stage(
+                plan.spec,
+                plan.base_overrides,
+                sweep_dir,
+                launcher,
+                parallel,
+                max_retries=options.max_retries,
+                progress_every_s=options.progress_every_s,
+            )
+            confirmed = confirmed or {}
     except KeyboardInterrupt:
         pass  # the runner stopped the jobs in flight; the table so far, then one line
     finally:
         source.close()
     print_final_table(sweep_dir)
-    if results is None:
+    if results is None or confirmed is None:
         print(f"interrupted (Ctrl-C): rerun the same command to resume {sweep_dir}", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED)
     failed = [i for i, r in results.items() if r is None or r.status not in FINAL_STATES]
+    failed += [f"confirm {i}" for i, r in confirmed.items() if r is None or r.status not in FINAL_STATES]
     if source.stopped:
         print(f"{'error' if source.fatal else 'note'}: the search stopped: {source.stopped}", file=sys.stderr)
     if failed:
@@ -138,7 +154,12 @@ def print_planning(done: int, total: int, seconds: float) -> None:
 
 
 def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
-    """Where the jobs come from: the plan (grid, random), or Optuna as results arrive."""
+    """Where the jobs come from: the plan (grid, random; PBT's population), or Optuna as results arrive."""
+    if plan.spec.method == "pbt":
+        from rllm_sweeps.sweep.pbt_source import PbtSource
+
+        plan.write(sweep_dir)
+        return PbtSource(plan, sweep_dir)
     if plan.spec.method != "optuna":
         plan.write(sweep_dir)
         return StaticSource(plan, sweep_dir)

@@ -3,7 +3,7 @@
 A sweep file (conf/sweep/NAME.yaml, selected with `+sweep=NAME`) is the `sweep` node of
 the config, in the shape of a W&B sweep file plus what W&B lacks:
 
-    method: grid                      # grid | random | optuna
+    method: grid                      # grid | random | optuna | pbt
     metric: {name: val_reward_mean, goal: maximize}
     parameters:
       trainer.lr: {values: [1e-4, 3e-4]}
@@ -11,6 +11,7 @@ the config, in the shape of a W&B sweep file plus what W&B lacks:
     zip: [[model.path, data.train_batch_size]]
     seeds: 3
     constraints: ["rollout.n * data.train_batch_size <= 512"]
+    confirm: {top: 3, seeds: 4}       # then the 3 best points again, with 4 fresh seeds each
 
 On the command line, Hydra's sweep syntax keeps its meaning (`key=a,b`, `choice`,
 `range`, `glob`, `sort`, `shuffle` are grid dimensions; `interval(a,b)`,
@@ -36,10 +37,12 @@ from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.problems import Problems
 from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.records.plan import Metric, PlanFacts
+from rllm_sweeps.sweep.confirm_settings import ConfirmSpec
 from rllm_sweeps.sweep.constraints import Constraint
 from rllm_sweeps.sweep.optuna_settings import OptunaSettings
 from rllm_sweeps.sweep.param import Param
 from rllm_sweeps.sweep.parse_file import SEED_KEY, SpecParser
+from rllm_sweeps.sweep.pbt_settings import PbtSpec
 
 
 class SweepError(ConfigError):
@@ -68,6 +71,8 @@ class SweepSpec:
     seed: int = 0  # the sweep's own seed: a random sweep is reproducible
     name: str | None = None
     optuna: OptunaSettings | None = None  # method optuna: sampler, pruner, storage, study name
+    pbt: PbtSpec | None = None  # method pbt: population, interval, quantile, mutations
+    confirm: ConfirmSpec | None = None  # after the search: the top configs re-run with fresh seeds
     source: str = "command line"  # the sweep file, or "command line"
     notes: tuple[str, ...] = field(default=(), compare=False)
 
@@ -121,6 +126,10 @@ class SweepSpec:
             out["name"] = self.name
         if self.optuna is not None:
             out["optuna"] = self.optuna.to_dict()
+        if self.pbt is not None:
+            out["pbt"] = self.pbt.to_dict()
+        if self.confirm is not None:
+            out["confirm"] = self.confirm.to_dict()
         return out
 
 

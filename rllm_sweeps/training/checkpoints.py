@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -81,15 +82,23 @@ def _complete_checkpoints(checkpoint_dir: Path) -> list[tuple[int, Path]]:
     )
 
 
-def copy_checkpoint(source: Path, dest: Path, *, mark_latest: bool) -> Path:
+def copy_checkpoint(
+    source: Path, dest: Path, *, mark_latest: bool, prepare: Callable[[Path], None] | None = None
+) -> Path:
     """Copy the complete checkpoint ``source`` (another trial's, for PBT's exploit) to ``dest``, the
     way ``save_checkpoint`` writes one: under ``dest.tmp``, then renamed, so a copy cut short is
-    never taken for a checkpoint (``_complete_checkpoints`` and ``latest`` skip ``.tmp``)."""
+    never taken for a checkpoint (``_complete_checkpoints`` and ``latest`` skip ``.tmp``).
+    ``prepare(tmp)`` may add to the copy before the rename (PBT: the schedule it continues with)."""
     if not (source / TRAINER_STATE_FILE).is_file():
         raise FileNotFoundError(f"{source} is not a complete checkpoint (no {TRAINER_STATE_FILE})")
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(source, tmp)
+    if not (tmp / TRAINER_STATE_FILE).is_file():  # the source was replaced while it was copied
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise FileNotFoundError(f"{source} changed while it was copied")
+    if prepare is not None:
+        prepare(tmp)
     if dest.exists():
         shutil.rmtree(dest)
     os.replace(tmp, dest)

@@ -1,0 +1,58 @@
+"""A PBT trial's membership (`pbt.json` in its job directory): what its job needs to take part.
+
+    {"trial": 2, "board": "SWEEP_DIR/pbt_board", "trials": {"0": "SWEEP_DIR/jobs/0000-…", …},
+     "spec": {...the sweep's spec in sweep-file syntax (plan.json's)...}}
+
+The sweeper writes it before the trial's first launch; the job reads it at its start and acts at
+each interval (training/pbt_member.py). A job without one is a plain job (a rerun of a trial is
+one: its schedule replays what the trial trained).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.results import write_text_atomic
+
+
+@dataclass(frozen=True)
+class PbtMembership:
+    trial: int  # this trial's number (its plan index)
+    board: Path  # the population's score board
+    trials: Mapping[int, Path]  # every trial's job directory (whose checkpoints it may copy)
+    spec: Mapping[str, Any] = field(default_factory=dict)  # the sweep's spec (SweepSpec.from_dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trial": self.trial,
+            "board": str(self.board),
+            "trials": {str(k): str(v) for k, v in sorted(self.trials.items())},
+            "spec": dict(self.spec),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PbtMembership:
+        return cls(
+            trial=int(d["trial"]),
+            board=Path(d["board"]),
+            trials={int(k): Path(v) for k, v in d["trials"].items()},
+            spec=dict(d.get("spec") or {}),
+        )
+
+
+def write_membership(job_dir: Path, membership: PbtMembership) -> Path:
+    return write_text_atomic(JobPaths(Path(job_dir)).pbt, json.dumps(membership.to_dict(), indent=2) + "\n")
+
+
+def read_membership(job_dir: Path) -> PbtMembership | None:
+    """The job's membership, or None: not a PBT trial."""
+    try:
+        text = JobPaths(Path(job_dir)).pbt.read_text()
+    except FileNotFoundError:
+        return None
+    return PbtMembership.from_dict(json.loads(text))

@@ -1,0 +1,178 @@
+"""The `pbt:` block of a `method: pbt` sweep, checked (every problem collected, each naming its key).
+
+    method: pbt
+    parameters:
+      trainer.lr: {distribution: log_uniform, min: 1.0e-4, max: 1.0e-2}
+    pbt:
+      population: 4             # trials, all running at once (the initial points drawn at random)
+      interval: 3               # training steps between decisions
+      quantile: 0.25            # the bottom fraction copies the top fraction
+      factors: [0.8, 1.2]       # a perturbation multiplies by one of them
+      resample_probability: 0.25
+      mutate: [trainer.lr]      # default: every swept key
+
+On the command line: `sweep.method=pbt sweep.pbt.population=4 sweep.pbt.interval=3`.
+
+A trial continues from another's checkpoint, so trials may differ only in settings the loop
+reads afresh at each step (records/schedule.py's MUTABLE_SETTINGS) and share one seed (the
+copied step's data position is a function of the seed and the step).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rllm_sweeps.problems import did_you_mean
+from rllm_sweeps.sweep.param import Param
+
+FIELDS = ("population", "interval", "quantile", "factors", "resample_probability", "mutate")
+
+
+@dataclass(frozen=True)
+class PbtSpec:
+    population: int = 4
+    interval: int = 5
+    quantile: float = 0.25
+    factors: tuple[float, ...] = (0.8, 1.2)
+    resample_probability: float = 0.25
+    mutate: tuple[str, ...] | None = None  # None: every swept key
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "population": self.population,
+            "interval": self.interval,
+            "quantile": self.quantile,
+            "factors": list(self.factors),
+            "resample_probability": self.resample_probability,
+        }
+        if self.mutate is not None:
+            out["mutate"] = list(self.mutate)
+        return out
+
+
+def schedule_field(key: str) -> str | None:
+    """The LoopSettings field a sweep key sets, where a schedule may change it mid-run; else None."""
+    from rllm_sweeps.records.schedule import MUTABLE_SETTINGS
+    from rllm_sweeps.training.settings import CONFIG_KEYS
+
+    return next((f for f, k in CONFIG_KEYS.items() if k == key and f in MUTABLE_SETTINGS), None)
+
+
+def mutable_keys() -> list[str]:
+    from rllm_sweeps.records.schedule import MUTABLE_SETTINGS
+    from rllm_sweeps.training.settings import CONFIG_KEYS
+
+    return sorted(CONFIG_KEYS[f] for f in MUTABLE_SETTINGS)
+
+
+def parse_pbt_settings(
+    block: Any,
+    where: str,
+    parts: Mapping[str, tuple[Any, str]],
+    params: Sequence[Param],
+    problem: Any,
+) -> PbtSpec:
+    """The `pbt:` block with the command line's `sweep.pbt.KEY` settings (`parts`) on top, checked
+    against the sweep's parameters. Every problem goes to `problem(where, message)`."""
+    if block is None:
+        block = {}
+    if not isinstance(block, Mapping):
+        problem(where, f"pbt is a mapping of {', '.join(FIELDS)}; got {block!r}")
+        block = {}
+    raw: dict[str, tuple[Any, str]] = {str(k): (v, f"{where}.{k}") for k, v in block.items()}
+    raw.update(parts)
+    for key, (_, at) in raw.items():
+        if key not in FIELDS:
+            problem(at, f"unknown pbt setting '{key}'{did_you_mean(key, FIELDS, n=1)} (settings: {', '.join(FIELDS)})")
+    d = PbtSpec()
+
+    def get(key: str, default: Any) -> tuple[Any, str]:
+        value, at = raw.get(key, (None, f"{where}.{key}"))
+        return (default if value is None else value), at
+
+    population, at = get("population", d.population)
+    if not _is_int(population) or population < 2:
+        problem(at, f"pbt.population is the number of trials, an integer >= 2; got {population!r}")
+        population = d.population
+    interval, at = get("interval", d.interval)
+    if not _is_int(interval) or interval < 1:
+        problem(at, f"pbt.interval is a number of training steps >= 1; got {interval!r}")
+        interval = d.interval
+    quantile, at = get("quantile", d.quantile)
+    if not _is_number(quantile) or not 0 < quantile <= 0.5:
+        problem(at, f"pbt.quantile is a fraction of the population in (0, 0.5]; got {quantile!r}")
+        quantile = d.quantile
+    factors, at = get("factors", list(d.factors))
+    if not isinstance(factors, list | tuple) or not factors or not all(_is_number(f) and f > 0 for f in factors):
+        problem(at, f"pbt.factors is a non-empty list of positive numbers, e.g. [0.8, 1.2]; got {factors!r}")
+        factors = list(d.factors)
+    resample, at = get("resample_probability", d.resample_probability)
+    if not _is_number(resample) or not 0 <= resample <= 1:
+        problem(at, f"pbt.resample_probability is a probability in [0, 1]; got {resample!r}")
+        resample = d.resample_probability
+    swept = {p.key: p for p in params if p.is_swept}
+    mutate, at = get("mutate", None)
+    if mutate is not None:
+        if isinstance(mutate, str):
+            mutate = [mutate]
+        if not isinstance(mutate, list | tuple) or not mutate:
+            problem(at, f"pbt.mutate is a list of swept keys; got {mutate!r}")
+            mutate = None
+        else:
+            for key in mutate:
+                if key not in swept:
+                    problem(at, f"pbt.mutate names {key!r}, not a swept parameter{did_you_mean(str(key), swept)}")
+            mutate = tuple(str(k) for k in mutate if k in swept)
+    if not swept:
+        problem(where, "a PBT sweep needs a swept parameter (e.g. trainer.lr: {distribution: log_uniform, ...})")
+    for p in swept.values():
+        if schedule_field(p.key) is None:
+            problem(
+                p.source,
+                f"{p.key} cannot change mid-run, so PBT trials that differ in it cannot continue from each "
+                f"other's checkpoints; PBT sweeps {', '.join(mutable_keys())}: give {p.key} one value",
+            )
+    return PbtSpec(
+        int(population), int(interval), float(quantile), tuple(float(f) for f in factors), float(resample), mutate
+    )
+
+
+def pbt_base_overrides(spec: PbtSpec, base: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The overrides every trial gets: a validation and a checkpoint at each interval (the score a
+    trial reports, the checkpoint others copy), unless set; (overrides, notes)."""
+    keys = {o.split("=", 1)[0].lstrip("+~") for o in base}
+    added = [f"{k}={spec.interval}" for k in ("trainer.test_freq", "trainer.save_freq") if k not in keys]
+    notes = [f"pbt: every trial gets {' '.join(added)} (its score and checkpoint at each interval)"] if added else []
+    return [*base, *added], notes
+
+
+def pbt_job_issues(spec: PbtSpec, plain: Mapping[str, Any]) -> list[str]:
+    """What a composed trial config must hold for PBT: its interval's validation and checkpoint, and
+    a step to decide at before the last."""
+    trainer = plain.get("trainer", {})
+    out = []
+    for key in ("test_freq", "save_freq"):
+        value = trainer.get(key)
+        if not _is_int(value) or value <= 0 or spec.interval % value:
+            out.append(
+                f"trainer.{key}={value} must divide pbt.interval={spec.interval} (a trial's score and "
+                f"checkpoint at each interval): use trainer.{key}={spec.interval}"
+            )
+    total = trainer.get("total_batches")
+    if _is_int(total) and 0 <= total <= spec.interval:
+        out.append(
+            f"trainer.total_batches={total} leaves no perturbation interval before the last step "
+            f"(pbt.interval={spec.interval}): train longer or lower the interval"
+        )
+    return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

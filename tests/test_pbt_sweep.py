@@ -1,0 +1,121 @@
+"""A PBT sweep end to end on the local launcher (real jobs, JAX on CPU): trials copy each other's
+checkpoints inside their running jobs, their steps carry on without gap or repeat, and a trial's
+schedule replayed from scratch as one job trains what its lineage trained, step for step."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_sweep_run import env, job_results
+
+from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.schedule import read_schedule
+from rllm_sweeps.report import build_report
+from rllm_sweeps.results import JobResult, read_metrics
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+STEPS = 6
+# One trial at a time: each decides against the board of those before it, so the decisions (and
+# so the test) do not depend on which process reaches step 3 first. The decision itself never
+# waits either way.
+PBT = [
+    "trainer.val_before_train=false",
+    "task.dataset.val_size=8",
+    "data.train_batch_size=8",
+    "rollout.n=4",
+    "trainer.lr=tag(log,interval(1e-5,1e-2))",
+    "sweep.method=pbt",
+    "sweep.pbt.population=4",
+    "sweep.pbt.interval=3",
+    f"trainer.total_batches={STEPS}",
+    "hydra.sweeper.parallel=1",
+    "sweep.confirm.top=2",  # then the 2 best trials' schedules again, with 2 fresh seeds each
+    "sweep.confirm.seeds=2",
+]
+
+
+def per_step(records: list[dict]) -> list[dict]:
+    """Each record but its times (the wall clock differs from run to run)."""
+    return [{k: v for k, v in r.items() if not k.startswith("time")} for r in records]
+
+
+def lineage_records(trials: dict, trial: int) -> list[dict]:
+    """The train and val records of `trial`'s lineage: each step as the trial that trained it did."""
+    schedule = read_schedule(trials[trial])
+    out = []
+    for kind in ("train", "val"):
+        for step in range(1, STEPS + 1):
+            by = schedule.trained_by(step, trial)
+            out += [r for r in read_metrics(trials[by]) if r["kind"] == kind and r["step"] == step]
+    return out
+
+
+def replay(job_dir, out) -> list[dict]:  # noqa: ANN001
+    proc = subprocess.run(
+        [sys.executable, "-m", "rllm_sweeps.cli", "rerun", str(job_dir), "--out", str(out)],
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    records = read_metrics(out)
+    return [r for kind in ("train", "val") for r in records if r["kind"] == kind]
+
+
+def test_a_pbt_sweep_copies_checkpoints_in_running_jobs_its_schedules_replay_and_its_top_trials_are_confirmed(tmp_path):
+    sweep = tmp_path / "sweep"
+    cmd = [sys.executable, str(REPO / "train.py"), "-m", *PBT, f"hydra.sweep.dir={sweep}"]
+    proc = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = job_results(sweep)
+    assert len(results) == 4 and all(r.status == "completed" for r in results.values())
+    trials = {int(d.name[:4]): d for d in SweepPaths(sweep).job_dirs()}
+    schedules = {t: read_schedule(d) for t, d in trials.items()}
+    copied = {t: s.parents for t, s in schedules.items() if s.parents}
+    assert copied, f"no trial copied another's checkpoint: {schedules}"
+    assert len(list(SweepPaths(sweep).pbt_board.glob("trial_*.json"))) == 4
+    assert (sweep / "report" / "pbt_schedules.png").stat().st_size > 0  # the schedules and the lineage
+
+    for t, parents in copied.items():
+        records = read_metrics(trials[t])
+        # The same job went on after the copy: its steps carry on, none lost, none repeated.
+        assert [r["step"] for r in records if r["kind"] == "train"] == list(range(1, STEPS + 1))
+        assert [r["step"] for r in records if r["kind"] == "val"] == [3, 6]
+        ((start, parent),) = parents
+        assert start == parent.step == 3 and parent.trial != t
+        lr = schedules[t].settings_at(start)["lr"]
+        assert [r["lr"] for r in records if r["kind"] == "train" and r["step"] > start] == pytest.approx([lr] * 3)
+        assert (
+            f"pbt: step 3: trial {t} continues from trial {parent.trial}'s checkpoint"
+            in (trials[t] / "job.log").read_text()
+        )
+
+    # Confirmation: the top 2 trials' schedules, each replayed with 2 fresh seeds (not the search's 42).
+    stage = SweepPaths(sweep).confirm
+    confirm_dirs = stage.job_dirs()
+    assert len(confirm_dirs) == 4 and all(JobResult.read(d).status == "completed" for d in confirm_dirs)
+    for d in confirm_dirs:
+        schedule = read_schedule(d)
+        assert schedule in schedules.values()
+        lrs = [r["lr"] for r in read_metrics(d) if r["kind"] == "train"]
+        assert lrs == pytest.approx([schedule.settings_at(step)["lr"] for step in range(STEPS)])
+    confirmation = build_report(sweep).confirmation
+    assert confirmation is not None and len(confirmation.stats.ranking) == 2 and confirmation.seeds == (43, 44)
+    assert "confirmed: " in proc.stdout
+
+    # The best trial's schedule, replayed from scratch as one job, gives its lineage's rewards step
+    # for step (and, should the best be a trial that never copied, one that did too).
+    finals = {t: results[d.name].final["val_reward_mean"] for t, d in trials.items()}
+    best = max(finals, key=lambda t: (finals[t], -t))
+    targets = [best] if best in copied else [best, min(copied)]
+    for t in targets:
+        replayed = replay(trials[t], tmp_path / f"replay-{t}")
+        assert len(replayed) == STEPS + 2  # every step, and the validations at 3 and 6
+        assert per_step(replayed) == per_step(lineage_records(trials, t))
+        assert all("reward_mean" in r for r in replayed if r["kind"] == "train")
