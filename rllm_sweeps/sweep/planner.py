@@ -33,6 +33,7 @@ from rllm_sweeps.config.overrides import unread_added_key
 from rllm_sweeps.config.plain_tree import plain_get
 from rllm_sweeps.problems import did_you_mean_key
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
+from rllm_sweeps.sweep.idle_dimensions import IdleDimensions
 from rllm_sweeps.sweep.job_hashes import job_hashes
 from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals, job_spool, resource_hours
@@ -287,6 +288,8 @@ class Planner:
                 scan.count = self.points_taken
                 self.check_count(scan)
             n_jobs = scan.count * n_seeds
+            if bad and not self.bad_jobs:
+                raise SweepError(bad)  # a dimension that changes nothing (idle_dimensions.py)
             if bad:
                 n_bad = self.bad_jobs
                 shown = f" (the first {_MAX_BAD_JOBS_SHOWN} shown)" if n_bad > _MAX_BAD_JOBS_SHOWN else ""
@@ -346,6 +349,7 @@ class Planner:
         shaped: tuple[Any, Any] = (object(), None)  # the last job's resources dict and GPUs per node, and their cost
         hours = (0.0, 0.0)
         self.job_hours = (0.0, 0.0)
+        idle = IdleDimensions(spec.parameters)
         for point_index, point in enumerate(points, start=first_point):
             if limit is not None and index >= limit:
                 break
@@ -381,6 +385,7 @@ class Planner:
                     if self.first_duplicate is None:
                         self.first_duplicate = (index, next(j.index for j in jobs if j.config_hash == job.config_hash))
                 seen.add(job.config_hash)
+                idle.observe(config.plain)
                 # The jobs of a base share its resources dict: keyed, costed once (their GPUs per node may
                 # differ still: SkyRL's vLLM engines' share, gpu_trainer_rules.node_gpus).
                 source = (config.plain.get("resources"), job.resources.get("gpus_per_node"))
@@ -397,7 +402,7 @@ class Planner:
             self.progress(index - first_index, total, time.perf_counter() - started)
         if self.issues:  # bases that did not compose
             bad = self.issues + bad
-        return jobs, bad
+        return jobs, bad + (idle.issues() if self.validate and jobs else [])
 
     def planned(
         self,
