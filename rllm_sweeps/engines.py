@@ -25,7 +25,7 @@ from typing import Any
 
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.native import leaves, skyrl_train_defaults
-from rllm_sweeps.config.setting_effect import Effect
+from rllm_sweeps.config.setting_effect import Effect, loop_native_keys, ppo_loop_only
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
 
 ENGINES = ("jax", "fsdp", "megatron")
@@ -89,14 +89,6 @@ def _get(tree: Any, key: str, default: Any = None) -> Any:
 
 
 @functools.cache
-def loop_native_keys() -> frozenset[str]:
-    """Native keys (full paths) the loop reads directly, besides the mapped ones."""
-    from rllm_sweeps.training.settings import CONFIG_KEYS
-
-    return frozenset(k for k in CONFIG_KEYS.values() if k.startswith(TRAIN_PREFIX))
-
-
-@functools.cache
 def _common_defaults() -> dict[str, Any]:
     """conf/config.yaml's values (no Hydra: a plain read of the one file that holds them)."""
     from omegaconf import OmegaConf
@@ -127,30 +119,6 @@ def _train_defaults() -> dict[str, Any]:
 # trainer's workers take trainer.*, the vLLM servers generator.inference_engine.*. Whether a set
 # setting changes what runs in a given configuration is config/setting_effect.py's to say.
 GPU_TRAINER_SUBTREES = ("trainer.", "generator.inference_engine.")
-# Flat trainer settings read by name, where a name that SkyRL's backend code never mentions
-# cannot be read there (nested configs handed on whole, e.g. megatron_config, are not judged).
-_FLAT_TRAINER_PARENTS = ("trainer", "trainer.algorithm", "trainer.algorithm.dynamic_sampling", "trainer.fully_async")
-
-
-@functools.cache
-def ppo_loop_only() -> frozenset[str]:
-    """trainer.* leaves (relative to skyrl.train) that SkyRL's Tinker-mode backend never reads:
-    derived from the installed SkyRL, whose skyrl/backends/ code never names them."""
-    import importlib.util
-    import re
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("skyrl")
-    if spec is None or spec.origin is None:
-        return frozenset()
-    names: set[str] = set()
-    for path in (Path(spec.origin).parent / "backends").rglob("*.py"):
-        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text(errors="replace")))
-    return frozenset(
-        p
-        for p, _ in leaves(skyrl_train_defaults())
-        if p.rpartition(".")[0] in _FLAT_TRAINER_PARENTS and p.rpartition(".")[2] not in names
-    )
 
 
 def readers(key: str) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from rllm_sweeps.config.compose import CONF_DIR, compose_config
 from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.load import load_config
+from rllm_sweeps.config.native import skyrl_own
 from rllm_sweeps.config.validate import validate
 from rllm_sweeps.keymap import KEY_MAPPINGS
 
@@ -36,10 +37,11 @@ def config_error(overrides: list[str]) -> str:
 
 def test_default_config_is_valid_and_builds_a_skyrl_config_that_passes_validate_cfg():
     from skyrl.train.config import SkyRLTrainConfig
+    from skyrl.train.config.config import build_nested_dataclass
     from skyrl.train.utils.utils import validate_cfg
 
     cfg = load_config([], notify=quiet)
-    native = SkyRLTrainConfig.from_dict_config(cfg.skyrl.train)
+    native = build_nested_dataclass(SkyRLTrainConfig, skyrl_own(OmegaConf.to_container(cfg.skyrl.train, resolve=True)))
     validate_cfg(native)
     assert native.trainer.policy.optimizer_config.lr == cfg.trainer.lr
 
@@ -351,10 +353,13 @@ def shipped_configs() -> list[list[str]]:
 @pytest.mark.parametrize("overrides", shipped_configs(), ids=lambda o: o[0])
 def test_every_shipped_config_builds_a_skyrl_config_that_passes_validate_cfg(overrides):
     from skyrl.train.config import SkyRLTrainConfig
+    from skyrl.train.config.config import build_nested_dataclass
     from skyrl.train.utils.utils import validate_cfg
 
     cfg = load_config(overrides, notify=quiet)
-    validate_cfg(SkyRLTrainConfig.from_dict_config(cfg.skyrl.train))
+    validate_cfg(
+        build_nested_dataclass(SkyRLTrainConfig, skyrl_own(OmegaConf.to_container(cfg.skyrl.train, resolve=True)))
+    )
 
 
 def test_jax_section_holds_every_jax_backend_setting_with_skyrl_defaults_unless_noted():

@@ -36,12 +36,6 @@ def test_reference_settings_change_nothing_without_a_kl_term():
     assert kind(T + "trainer.placement.colocate_policy_ref", False, plain()) is Kind.UNUSED
 
 
-def test_another_reference_model_is_refused_when_a_kl_term_uses_it():
-    cfg = plain(engine="jax", use_kl_loss=True)
-    assert kind(T + "trainer.ref.model.path", "org/other", cfg) is Kind.REFUSED
-    assert kind(T + "trainer.ref.model.path", "org/other", plain()) is Kind.UNUSED  # no KL: SkyRL builds none
-
-
 def test_kl_in_reward_is_refused_where_no_reference_model_exists_and_read_on_jax():
     effect = setting_effect(T + "trainer.algorithm.use_kl_in_reward", True, plain(engine="fsdp"))
     assert effect.kind is Kind.REFUSED and "builds no reference model" in effect.why

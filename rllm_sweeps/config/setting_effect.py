@@ -14,6 +14,7 @@ Common keys are judged by rules.py; their native twins (keymap.py) through them.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -89,6 +90,43 @@ class Situation:
 
 Rule = Callable[[Situation, Any], Effect]
 
+
+@functools.cache
+def loop_native_keys() -> frozenset[str]:
+    """Native keys (full paths) the loop reads directly, besides the mapped ones."""
+    from rllm_sweeps.training.settings import CONFIG_KEYS
+
+    return frozenset(k for k in CONFIG_KEYS.values() if k.startswith(TRAIN))
+
+
+# Flat trainer settings read by name, where a name that SkyRL's backend code never mentions
+# cannot be read there (nested configs handed on whole, e.g. megatron_config, are not judged).
+_FLAT_TRAINER_PARENTS = ("trainer", "trainer.algorithm", "trainer.algorithm.dynamic_sampling", "trainer.fully_async")
+
+
+@functools.cache
+def ppo_loop_only() -> frozenset[str]:
+    """trainer.* leaves (relative to skyrl.train) that SkyRL's Tinker-mode backend never reads:
+    derived from the installed SkyRL, whose skyrl/backends/ code never names them."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("skyrl")
+    if spec is None or spec.origin is None:
+        return frozenset()
+    names: set[str] = set()
+    for path in (Path(spec.origin).parent / "backends").rglob("*.py"):
+        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text(errors="replace")))
+    from rllm_sweeps.config.native import leaves, skyrl_train_defaults
+
+    return frozenset(
+        p
+        for p, _ in leaves(skyrl_train_defaults())
+        if p.rpartition(".")[0] in _FLAT_TRAINER_PARENTS and p.rpartition(".")[2] not in names
+    )
+
+
 # ---- the conditions, one function each (tests/test_setting_effect.py has a test per condition) ----
 
 NO_CRITIC = "the estimator ({}) trains no critic: SkyRL builds one only for gae (RayPPOTrainer.has_critic)"
@@ -108,12 +146,6 @@ def reference_setting(s: Situation, _value: Any) -> Effect:
         "placement and sharding of SkyRL's reference worker: the KL's reference here is the base model, "
         "in the policy's own process (the LoRA policy without its adapter)"
     )
-
-
-def reference_model_path(s: Situation, value: Any) -> Effect:
-    if not (s.kl_loss or s.kl_in_reward) or value in (None, s.get("model.path")):
-        return reference_setting(s, value)
-    return refused("the KL's reference here is the base model (model.path), not another model")
 
 
 def kl_in_reward(s: Situation, value: Any) -> Effect:
@@ -298,7 +330,6 @@ EXACT: dict[str, Rule] = {
     "trainer.algorithm.overlong_buffer_penalty_factor": overlong_penalty_factor,
     "trainer.algorithm.max_seq_len": seq_len_constant,
     "trainer.critic_mini_batch_size": critic_setting,
-    "trainer.ref.model.path": reference_model_path,
     "trainer.placement.colocate_policy_ref": reference_setting,
     "trainer.update_ref_every_epoch": reference_setting,
     "trainer.fully_async.enabled": fully_async,
@@ -343,8 +374,6 @@ def job_owned(rel: str) -> Effect | None:
 
 def native_effect(rel: str, value: Any, s: Situation) -> Effect:
     """The effect of skyrl.train.`rel` (not a key-map twin: those are judged by their common key)."""
-    from rllm_sweeps.engines import loop_native_keys, ppo_loop_only
-
     if (owned := job_owned(rel)) is not None:
         return owned
     if rel in EXACT:
