@@ -41,6 +41,7 @@ from rllm_sweeps.config.load import finalize
 from rllm_sweeps.config.overrides import all_keys, parse_overrides, unread_added_key
 from rllm_sweeps.config.plain_tree import CopyOnWriteTree, own_copy, related, value_is_plain
 from rllm_sweeps.config.private_api import apply_overrides, child_node, raw_value
+from rllm_sweeps.engines import unused_notes
 from rllm_sweeps.keymap import reconcile
 from rllm_sweeps.problems import did_you_mean_key
 
@@ -161,7 +162,8 @@ class JobComposer:
                 self.stats["fast"] += 1
                 explicit = self._explicit | keys
                 issues = self.validator.validate(plain, base, analysis.dirty, explicit) if validate else []
-                return JobConfig(plain=plain, issues=issues, changed=analysis.dirty)
+                notes = unused_notes(plain, explicit) if validate and not issues else []  # as load.finalize's
+                return JobConfig(plain=plain, issues=issues, notes=notes, changed=analysis.dirty)
         self.stats["exact"] += 1
         return self._exact(base, settings, overrides, validate)
 
