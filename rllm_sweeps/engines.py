@@ -52,6 +52,7 @@ ENGINE_COMMON_KEYS = (
     "algorithm.loss_agg_mode",  # seq-mean-token-sum-norm's constant
     "model.path",  # the KL's reference model
     "data.train_files",  # environment.* is read with a dataset by path
+    "rllm",  # rLLM's settings
     *NOT_READ,
 )
 
@@ -96,7 +97,10 @@ def _common_defaults() -> dict[str, Any]:
     from rllm_sweeps.config.compose import CONF_DIR
 
     tree = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
-    return {key: _get(tree, key) for key in NOT_READ}
+    rllm = {"rllm." + k: v for k, v in leaves(tree.get("rllm") or {})}  # rLLM's settings (setting_effect.py)
+    return {key: _get(tree, key) for key in NOT_READ} | {
+        k: v for k, v in rllm.items() if k not in {m.common for m in KEY_MAPPINGS}
+    }
 
 
 @functools.cache
@@ -160,7 +164,7 @@ def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[s
         if named or (rel in defaults_jax and value != defaults_jax[rel]):
             yield key, value, named
     common = _common_defaults()
-    for key in NOT_READ:
+    for key in common:
         value = _get(plain, key)
         named = key in explicit
         if named or value != common[key]:
