@@ -472,7 +472,11 @@ def rllm_effect(key: str, value: Any, s: Situation) -> Effect:
 def setting_effect(key: str, value: Any, plain: dict[str, Any]) -> Effect:
     """Whether setting `key` (a full path: skyrl.train.*, skyrl.jax.* or rLLM's rllm.*) to `value` changes
     what runs in the configuration `plain` (resolved): read, unused (with why) or refused (with why)."""
+    from rllm_sweeps.keymap import BY_NATIVE
+
     s = Situation(plain)
+    if key in BY_NATIVE:
+        return READ  # a common key's twin: judged by the common key's rules (rules.py)
     if key.startswith(JAX):
         return jax_setting(s, value)
     if key.startswith("rllm."):
