@@ -443,3 +443,29 @@ def test_composition_and_validation_of_the_default_config_is_fast_after_imports(
     elapsed = time.perf_counter() - start
     assert validate(cfg) == []
     assert elapsed < 2.0, f"{elapsed:.2f}s"
+
+
+def test_where_skyrls_and_rllms_kl_defaults_differ_one_rule_decides_and_a_job_that_depends_on_it_says_so(tmp_path):
+    # config/defaults_rule.py: off unless turned on (rLLM's), then SkyRL's coefficient if left out.
+    notes: list[str] = []
+    cfg = load_config(["algorithm.use_kl_loss=true"], notify=notes.append)
+    assert cfg.algorithm.kl_beta == 0.001 and cfg.skyrl.train.trainer.algorithm.kl_loss_coef == 0.001
+    assert sum("kl_beta=0.001" in n and "SkyRL's default applies" in n for n in notes) == 1, notes
+    notes.clear()
+    cfg = load_config(["trainer.algorithm.eps_clip_high=0.3"], notify=notes.append)  # SkyRL's vocabulary
+    assert cfg.algorithm.use_kl_loss is False and cfg.algorithm.kl_beta == 0.0
+    assert sum("SkyRL's own trainer would turn it on" in n for n in notes) == 1, notes
+    for fully_set in (["algorithm.use_kl_loss=true", "algorithm.kl_beta=0.01"], ["trainer.lr=1e-3"]):
+        notes.clear()
+        load_config(fully_set, notify=notes.append)
+        assert not any("docs/CONFIG.md" in n for n in notes), notes
+    # --cfg job shows the value the rule gave.
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "--cfg", "job", "algorithm.use_kl_loss=true"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "kl_beta: 0.001" in proc.stdout

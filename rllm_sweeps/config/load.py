@@ -88,11 +88,18 @@ def finalize(
         value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
         notify(f"note: {native} is SkyRL's name for {common}; using {common}={value!r}")
     if check:
-        from rllm_sweeps.engines import unused_notes
-
-        for note in unused_notes(OmegaConf.to_container(cfg, resolve=True), explicit):
+        for note in config_notes(OmegaConf.to_container(cfg, resolve=True), explicit):
             notify(note)
     return cfg
+
+
+def config_notes(plain: dict, explicit: Iterable[str]) -> list[str]:
+    """What a valid config's job says once: settings that change nothing here (engines.py) and the
+    defaults decided by the rule where SkyRL's and rLLM's differ (defaults_rule.py)."""
+    from rllm_sweeps.config.defaults_rule import default_rule_notes
+    from rllm_sweeps.engines import unused_notes
+
+    return unused_notes(plain, explicit) + default_rule_notes(plain, explicit)
 
 
 def load_config(overrides: Iterable[str] = (), where: str = "", notify: Notify = _stderr) -> DictConfig:
