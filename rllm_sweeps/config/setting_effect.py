@@ -151,8 +151,8 @@ def reference_setting(s: Situation, _value: Any) -> Effect:
 def kl_in_reward(s: Situation, value: Any) -> Effect:
     if value and s.engine not in REFERENCE_ENGINES:
         return refused(
-            f"the KL penalty needs the reference model's log-probabilities, and SkyRL's trainer in Tinker mode "
-            f"(skyrl.engine={s.engine}) builds no reference model; skyrl.engine=jax has it (the base model)"
+            "the KL penalty needs the reference model's log-probabilities, and SkyRL's trainer in Tinker mode "
+            "(skyrl.engine=fsdp or megatron) builds no reference model; skyrl.engine=jax has it (the base model)"
         )
     return READ
 
