@@ -35,8 +35,7 @@ def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[s
     if skyrl_vocabulary and not _named(explicit, USE_KL):
         return [
             "note: algorithm.use_kl_loss=False: left out, the KL loss is off (rLLM's default); SkyRL's own trainer "
-            "would turn it on (use_kl_loss=true, kl_loss_coef=0.001): set trainer.algorithm.use_kl_loss=true for "
-            "that; docs/CONFIG.md"
+            "would turn it on with a coefficient of 0.001: set algorithm.use_kl_loss=true for that; docs/CONFIG.md"
         ]
     return []
 
