@@ -87,9 +87,9 @@ def finalize(
         value = OmegaConf.select(cfg, common)
         value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
         notify(f"note: {native} is SkyRL's name for {common}; using {common}={value!r}")
-    if check:
-        for note in config_notes(OmegaConf.to_container(cfg, resolve=True), explicit):
-            notify(note)
+    # Said by every job, a sweep's too (validated by its sweeper, check=False), once in its output.
+    for note in config_notes(OmegaConf.to_container(cfg, resolve=True), explicit):
+        notify(note)
     return cfg
 
 
