@@ -148,6 +148,7 @@ class Planner:
         self.duplicates = 0  # jobs whose config an earlier job has
         self.first_duplicate: tuple[int, int] | None = None  # (job, the earlier job)
         self.job_hours = (0.0, 0.0)  # node- and GPU-hours of the jobs materialize() planned
+        self.idle = IdleDimensions(())  # the swept settings that changed nothing in materialize()'s jobs
 
     # -- checks that need a composed config ---------------------------------------------
 
@@ -288,13 +289,15 @@ class Planner:
                 scan.count = self.points_taken
                 self.check_count(scan)
             n_jobs = scan.count * n_seeds
-            if bad and not self.bad_jobs:
-                raise SweepError(bad)  # a dimension that changes nothing (idle_dimensions.py)
             if bad:
                 n_bad = self.bad_jobs
                 shown = f" (the first {_MAX_BAD_JOBS_SHOWN} shown)" if n_bad > _MAX_BAD_JOBS_SHOWN else ""
                 raise SweepError(bad, where=f"{n_bad} of {self.attempted} jobs are invalid{shown}")
             complete = len(jobs) == n_jobs and spec.method != "optuna"  # Optuna's trials come later
+            if self.validate and jobs and (idle := self.idle.issues()):  # idle_dimensions.py
+                if complete:
+                    raise SweepError(idle)
+                self.notes += [f"{i.message} (in the {len(jobs)} jobs validated so far)" for i in idle]
             node_h, gpu_h = self.job_hours if complete else (scan.node_hours, scan.gpu_hours)
         if self.duplicates and self.first_duplicate is not None:
             first_dup = self.first_duplicate
@@ -402,7 +405,8 @@ class Planner:
             self.progress(index - first_index, total, time.perf_counter() - started)
         if self.issues:  # bases that did not compose
             bad = self.issues + bad
-        return jobs, bad + (idle.issues() if self.validate and jobs else [])
+        self.idle = idle
+        return jobs, bad
 
     def planned(
         self,
