@@ -11,9 +11,9 @@ Every engine trains with the same loop (training/loop.py) through SkyRL's Abstra
   composed ``skyrl.train`` tree (training/skyrl_train.py), plus the common keys.
 
 A key is *set* when the user named it (command line, sweep file, sweep dimension) or when its
-value differs from its default. A set key that the chosen engine does not read is an error
-that names the key, the engine and the engines that do read it: a sweep over such a key would
-otherwise run identical jobs.
+value differs from its default. Whether a set setting changes what runs is config/setting_effect.py's
+rule: refused only when what runs would differ from what SkyRL does with it, accepted with one note
+when SkyRL itself would ignore it there (a sweep over such a setting still fails: identical jobs).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.native import leaves, skyrl_train_defaults
+from rllm_sweeps.config.setting_effect import Effect, loop_native_keys, ppo_loop_only
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
 
 ENGINES = ("jax", "fsdp", "megatron")
@@ -43,7 +44,17 @@ NOT_READ: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 # The common keys engine_issues() reads besides skyrl.* (a cache of its answers keys on them).
-ENGINE_COMMON_KEYS = ("skyrl.engine", "algorithm.loss_fn", *NOT_READ)
+ENGINE_COMMON_KEYS = (
+    "skyrl.engine",
+    "algorithm.loss_fn",
+    "algorithm.adv_estimator",  # setting_effect.py: critic settings
+    "algorithm.use_kl_loss",  # reference-model and KL settings
+    "algorithm.loss_agg_mode",  # seq-mean-token-sum-norm's constant
+    "model.path",  # the KL's reference model
+    "data.train_files",  # environment.* is read with a dataset by path
+    "rllm",  # rLLM's settings
+    *NOT_READ,
+)
 
 # What SkyRL's Tinker-mode builder (_build_skyrl_train_config) sets whatever the overrides say,
 # relative to skyrl.train, with why the loop cannot honour another value. The policy's
@@ -79,14 +90,6 @@ def _get(tree: Any, key: str, default: Any = None) -> Any:
 
 
 @functools.cache
-def loop_native_keys() -> frozenset[str]:
-    """Native keys (full paths) the loop reads directly, besides the mapped ones."""
-    from rllm_sweeps.training.settings import CONFIG_KEYS
-
-    return frozenset(k for k in CONFIG_KEYS.values() if k.startswith(TRAIN_PREFIX))
-
-
-@functools.cache
 def _common_defaults() -> dict[str, Any]:
     """conf/config.yaml's values (no Hydra: a plain read of the one file that holds them)."""
     from omegaconf import OmegaConf
@@ -94,7 +97,10 @@ def _common_defaults() -> dict[str, Any]:
     from rllm_sweeps.config.compose import CONF_DIR
 
     tree = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
-    return {key: _get(tree, key) for key in NOT_READ}
+    rllm = {"rllm." + k: v for k, v in leaves(tree.get("rllm") or {})}  # rLLM's settings (setting_effect.py)
+    return {key: _get(tree, key) for key in NOT_READ} | {
+        k: v for k, v in rllm.items() if k not in {m.common for m in KEY_MAPPINGS}
+    }
 
 
 @functools.cache
@@ -114,64 +120,9 @@ def _train_defaults() -> dict[str, Any]:
 
 
 # Where SkyRL's Tinker-mode backend reads its tree (read in skyrl/backends/ of SkyRL 0.4.0): the
-# trainer's workers take trainer.*, the vLLM servers generator.inference_engine.*. The rest of
-# generator.*, environment.* and data.* belongs to SkyRL's own generator and PPO loop, which this
-# project's loop replaces.
+# trainer's workers take trainer.*, the vLLM servers generator.inference_engine.*. Whether a set
+# setting changes what runs in a given configuration is config/setting_effect.py's to say.
 GPU_TRAINER_SUBTREES = ("trainer.", "generator.inference_engine.")
-REPLACED_WHY = (
-    "it belongs to SkyRL's own generator and PPO loop, which this project's loop replaces: "
-    "the data and reward come from task.* or data.train_files, sampling from rollout.*; environment.* is read "
-    "with data.train_files"
-)
-# Parts of trainer.* that Tinker mode never builds: the loop creates one model, the LoRA policy
-# (SkyRLTrainBackend builds a critic only when asked for one, and no reference model at all).
-UNBUILT_MODELS: dict[str, str] = {
-    "trainer.critic.": "the loop trains no critic",
-    "trainer.placement.critic_": "the loop trains no critic",
-    "trainer.ref.": "SkyRL's trainer in Tinker mode builds no reference model (jax's KL uses the base model)",
-    "trainer.placement.ref_": "SkyRL's trainer in Tinker mode builds no reference model",
-    "trainer.placement.colocate_policy_ref": "SkyRL's trainer in Tinker mode builds no reference model",
-}
-
-
-# SkyRL's environment settings: read with a dataset by path (rllm_sweeps/data/), by every engine.
-DATA_ENVIRONMENT = TRAIN_PREFIX + "environment."
-
-PPO_LOOP_ONLY_WHY = (
-    "only SkyRL's own PPO loop reads it; its trainer in Tinker mode, which fsdp/megatron run under "
-    "this project's loop, does not"
-)
-# Flat trainer settings read by name, where a name that SkyRL's backend code never mentions
-# cannot be read there (nested configs handed on whole, e.g. megatron_config, are not judged).
-_FLAT_TRAINER_PARENTS = ("trainer", "trainer.algorithm", "trainer.algorithm.dynamic_sampling", "trainer.fully_async")
-
-
-@functools.cache
-def ppo_loop_only() -> frozenset[str]:
-    """trainer.* leaves (relative to skyrl.train) that SkyRL's Tinker-mode backend never reads:
-    derived from the installed SkyRL, whose skyrl/backends/ code never names them."""
-    import importlib.util
-    import re
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("skyrl")
-    if spec is None or spec.origin is None:
-        return frozenset()
-    names: set[str] = set()
-    for path in (Path(spec.origin).parent / "backends").rglob("*.py"):
-        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text(errors="replace")))
-    return frozenset(
-        p
-        for p, _ in leaves(skyrl_train_defaults())
-        if p.rpartition(".")[0] in _FLAT_TRAINER_PARENTS and p.rpartition(".")[2] not in names
-    )
-
-
-def _unbuilt(rel: str) -> str | None:
-    found = next((why for prefix, why in UNBUILT_MODELS.items() if rel.startswith(prefix)), None)
-    if found is None and TRAIN_PREFIX + rel not in BY_NATIVE and rel in ppo_loop_only():
-        return PPO_LOOP_ONLY_WHY
-    return found
 
 
 def readers(key: str) -> tuple[str, ...]:
@@ -185,22 +136,11 @@ def readers(key: str) -> tuple[str, ...]:
         if key in loop_native_keys():
             return ENGINES
         rel = key.removeprefix(TRAIN_PREFIX)
-        return GPU_TRAINER if rel.startswith(GPU_TRAINER_SUBTREES) and _unbuilt(rel) is None else ()
+        return GPU_TRAINER if rel.startswith(GPU_TRAINER_SUBTREES) and rel not in ppo_loop_only() else ()
     if key in NOT_READ:
         engines, _ = NOT_READ[key]
         return tuple(e for e in ENGINES if e not in engines)
     return ENGINES
-
-
-def _unread(engine: str, key: str, value: Any, why: str) -> ConfigIssue:
-    engines = readers(key)
-    if not engines:
-        return ConfigIssue(key, f"{key}={value!r} is read by no engine of this project ({why})")
-    return ConfigIssue(
-        key,
-        f"{key}={value!r} is not read by skyrl.engine={engine} ({why}); it is read by "
-        f"skyrl.engine={' or '.join(engines)}",
-    )
 
 
 def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[str, Any, bool]]:
@@ -224,7 +164,7 @@ def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[s
         if named or (rel in defaults_jax and value != defaults_jax[rel]):
             yield key, value, named
     common = _common_defaults()
-    for key in NOT_READ:
+    for key in common:
         value = _get(plain, key)
         named = key in explicit
         if named or value != common[key]:
@@ -245,24 +185,51 @@ def engine_checks_read(path: str) -> bool:
     return False
 
 
+def judged_settings(plain: dict[str, Any], explicit: Iterable[str] = ()) -> Iterator[JudgedSetting]:
+    """Every set native setting (and common key some engine cannot honour) with its effect in `plain`."""
+    from rllm_sweeps.config.setting_effect import READ, refused, setting_effect
+
+    engine = _get(plain, "skyrl.engine")
+    for key, value, named in set_keys(plain, explicit):
+        if key in NOT_READ:
+            engines, why = NOT_READ[key]
+            effect = refused(why) if engine in engines else READ
+        else:
+            effect = setting_effect(key, value, plain)
+        yield JudgedSetting(key, value, named, effect)
+
+
+@dataclass(frozen=True)
+class JudgedSetting:
+    key: str
+    value: Any
+    named: bool  # named by the user (command line, sweep file, sweep dimension)
+    effect: Effect
+
+
+def unused_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[str]:
+    """One note for each setting the user named that changes nothing here, saying why."""
+    from rllm_sweeps.config.setting_effect import Kind
+
+    return [
+        f"note: {j.key}={j.value!r} changes nothing here: {j.effect.why}"
+        for j in judged_settings(plain, explicit)
+        if j.named and j.effect.kind is Kind.UNUSED
+    ]
+
+
 def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[ConfigIssue]:
-    """Keys the chosen engine would not read or would see overridden, each an issue."""
+    """Settings that would make what runs differ from what SkyRL does with them, each an issue."""
+    from rllm_sweeps.config.setting_effect import Kind
+
     engine = _get(plain, "skyrl.engine")
     if engine not in ENGINES:
         return []  # rules.py reports the engine itself
-    issues = []
-    for key, value, _named in set_keys(plain, explicit):
-        if engine in readers(key) or (key.startswith(DATA_ENVIRONMENT) and _get(plain, "data.train_files") is not None):
-            continue
-        if key in NOT_READ:
-            why = NOT_READ[key][1]
-        elif not readers(key):
-            why = _unbuilt(key.removeprefix(TRAIN_PREFIX)) or REPLACED_WHY
-        elif key.startswith(TRAIN_PREFIX):
-            why = "it trains with SkyRL's JAX backend; skyrl.train.* is the tree of SkyRL's GPU trainer"
-        else:
-            why = "skyrl.jax.* configures SkyRL's JAX backend"
-        issues.append(_unread(engine, key, value, why))
+    issues = [
+        ConfigIssue(j.key, f"{j.key}={j.value!r} cannot be honoured with skyrl.engine={engine}: {j.effect.why}")
+        for j in judged_settings(plain, explicit)
+        if j.effect.kind is Kind.REFUSED
+    ]
     loss = _get(plain, "algorithm.loss_fn")
     implemented = traits(engine).losses
     if isinstance(loss, str) and implemented is not None and loss not in implemented:
@@ -339,6 +306,8 @@ __all__ = [
     "EngineTraits",
     "engine_checks_read",
     "engine_issues",
+    "judged_settings",
+    "unused_notes",
     "jax_losses",
     "readers",
     "traits",

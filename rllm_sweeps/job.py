@@ -203,6 +203,7 @@ def _train(
     from rllm_sweeps.training.settings import LoopSettings
     from rllm_sweeps.training.trial import TrialReporter
     from rllm_sweeps.workflows import read_workflow
+    from rllm_sweeps.workflows.episode_log import logged_if_asked
 
     settings = LoopSettings.from_config(cfg)
     plain = OmegaConf.to_container(cfg, resolve=True)
@@ -234,7 +235,7 @@ def _train(
             JobPaths(job_dir).work,
             checkpoint_dir=JobPaths(job_dir).checkpoints,
             engine=traits(str(cfg.skyrl.engine)),
-            workflow=workflow.build(task),
+            workflow=logged_if_asked(workflow.build(task), plain, job_dir),  # rllm.episode_logging
         )
         if resume_from is not None:
             first_step = trainer.load_checkpoint(resume_from).step

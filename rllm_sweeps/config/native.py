@@ -238,6 +238,31 @@ def skyrl_reading(path: str, value: Any) -> SkyRLReading:
     return SkyRLReading("accepted", changed=changed)
 
 
+# Settings this project adds to SkyRL's algorithm tree, as SkyRL's DAPO example adds them to its
+# AlgorithmConfig subclass (examples/train/algorithms/dapo/main_dapo.py), with the loop's defaults (null:
+# no overlong buffer). The loop reads them (training/settings.py); SkyRL's own config has no such
+# fields, so every tree handed to SkyRL goes without them (skyrl_own).
+EXAMPLE_ADDED: dict[str, Any] = {
+    "trainer.algorithm.overlong_buffer_len": None,
+    "trainer.algorithm.overlong_buffer_penalty_factor": 1.0,
+}
+
+
+def skyrl_own(train: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a plain skyrl.train tree without the settings this project adds (EXAMPLE_ADDED)."""
+    import copy
+
+    tree = copy.deepcopy(train)
+    for path in EXAMPLE_ADDED:
+        *parents, leaf = path.split(".")
+        node = tree
+        for part in parents:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return tree
+
+
 def leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     """(dotted path, value) of every leaf of a plain tree (an empty mapping is a leaf)."""
     if isinstance(tree, dict) and tree:

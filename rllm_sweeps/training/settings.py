@@ -59,7 +59,8 @@ CONFIG_KEYS: dict[str, str] = {
     "dynamic_sampling_min_replace_ratio": "skyrl.train.trainer.algorithm.dynamic_sampling.min_replace_ratio",
     "zero_variance_filter": "skyrl.train.trainer.algorithm.zero_variance_filter",
     "zero_variance_filter_tol": "skyrl.train.trainer.algorithm.zero_variance_filter_tol",
-    "apply_overlong_filtering": "skyrl.train.generator.apply_overlong_filtering",
+    # SkyRL's overlong filtering: rLLM's name for it (keymap.py maps SkyRL's)
+    "apply_overlong_filtering": "rllm.mask_truncated_samples",
     "use_kl_in_reward": "skyrl.train.trainer.algorithm.use_kl_in_reward",
     "kl_estimator_type": "skyrl.train.trainer.algorithm.kl_estimator_type",
     "kl_ctrl_type": "skyrl.train.trainer.algorithm.kl_ctrl.type",
@@ -150,7 +151,7 @@ class LoopSettings:
         absent = object()
         for name, key in CONFIG_KEYS.items():
             value = OmegaConf.select(cfg, key, throw_on_missing=True, default=absent)
-            if value is absent and key.startswith("skyrl."):
+            if value is absent and key.startswith(("skyrl.", "rllm.")):
                 continue  # no SkyRL tree (a bare config, as bench/gpu_loop.py's): the field's default
             values[name] = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
         values["adam_betas"] = tuple(values["adam_betas"])

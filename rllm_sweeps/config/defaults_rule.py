@@ -1,0 +1,43 @@
+"""Where SkyRL's default and rLLM's differ, one rule decides (docs/CONFIG.md, "Differing defaults").
+
+The KL loss: SkyRL's AlgorithmConfig turns it on (``use_kl_loss=true``, ``kl_loss_coef=0.001``); rLLM's
+``kl_beta`` is ``0.0`` (no KL). The rule: **off unless turned on** (rLLM's default, which is also what
+SkyRL's own Tinker-mode builder does); once turned on, by either name, a coefficient left out is
+SkyRL's ``0.001`` (config/native.py's ``rllm_kl_beta`` resolver). A job whose KL depends on the rule
+says so once: one that turns it on without a coefficient, and one written in SkyRL's vocabulary
+(its trainer.algorithm settings) that leaves it out, where SkyRL's own trainer would have turned it on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+ALGORITHM = "skyrl.train.trainer.algorithm."
+USE_KL = ("algorithm.use_kl_loss", ALGORITHM + "use_kl_loss")
+COEF = ("algorithm.kl_beta", ALGORITHM + "kl_loss_coef")
+
+
+def _named(explicit: set[str], keys: Iterable[str]) -> bool:
+    return any(k in explicit for k in keys)
+
+
+def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[str]:
+    """The note of a job whose KL loss is decided by the rule (none for one that sets it fully)."""
+    explicit = set(explicit)
+    algorithm = plain.get("algorithm") or {}
+    if algorithm.get("use_kl_loss") and not _named(explicit, COEF):
+        return [
+            f"note: algorithm.kl_beta={algorithm.get('kl_beta')!r}: the KL loss is on and its coefficient left out, "
+            "so SkyRL's default applies (rLLM's kl_beta default, 0.0, is no KL); docs/CONFIG.md"
+        ]
+    skyrl_vocabulary = any(k.startswith(ALGORITHM) for k in explicit)
+    if skyrl_vocabulary and not _named(explicit, USE_KL):
+        return [
+            "note: algorithm.use_kl_loss=False: left out, the KL loss is off (rLLM's default); SkyRL's own trainer "
+            "would turn it on with a coefficient of 0.001: set algorithm.use_kl_loss=true for that; docs/CONFIG.md"
+        ]
+    return []
+
+
+__all__ = ["default_rule_notes"]
