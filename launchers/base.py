@@ -64,6 +64,12 @@ class Launcher(abc.ABC):
         is submitted; none by default."""
         return []
 
+    def gpu_memory_share(self, resources: dict[str, Any]) -> tuple[float, int] | None:
+        """(fraction, bytes of the GPU) of a GPU's memory a job of these resources.* may use, where
+        the launcher knows the GPU the job will run on; None by default (a scheduler's node is not
+        this machine)."""
+        return None
+
     def reattach(self, job_dirs: list[Path]) -> dict[Path, Any]:
         """Handles of jobs an earlier sweeper left live with the scheduler, by job directory, so a
         rerun polls them instead of submitting again; none by default (a local job dies with its

@@ -48,6 +48,22 @@ def place(free: Mapping[str, Fraction], request: GpuRequest) -> tuple[str, ...] 
     return tuple(sorted(chosen, key=order.index))
 
 
+# JAX's own share of a GPU it has to itself (XLA_PYTHON_CLIENT_MEM_FRACTION's default).
+JAX_DEFAULT_MEMORY = 0.75
+
+
+def memory_fraction(request: GpuRequest, env: Mapping[str, str]) -> float:
+    """The share of each of its GPUs' memory a job's JAX may use: its cap when it shares (the
+    launcher's), else what the environment the job inherits says, else JAX's default."""
+    if request.jobs_per_gpu > 1:
+        return int(SHARED_MEMORY / request.jobs_per_gpu * 100) / 100
+    if env.get("XLA_PYTHON_CLIENT_MEM_FRACTION"):
+        return float(env["XLA_PYTHON_CLIENT_MEM_FRACTION"])
+    if env.get("XLA_PYTHON_CLIENT_PREALLOCATE", "").lower() in ("false", "0"):
+        return 1.0  # grows as needed, up to the whole GPU
+    return JAX_DEFAULT_MEMORY
+
+
 def job_environment(gpus: tuple[str, ...], request: GpuRequest, machine_has_gpus: bool) -> dict[str, str]:
     """The variables that give a job exactly its GPUs (none on a machine without GPUs: nothing to hide)."""
     if not machine_has_gpus:
@@ -56,7 +72,7 @@ def job_environment(gpus: tuple[str, ...], request: GpuRequest, machine_has_gpus
     if not gpus:
         env["JAX_PLATFORMS"] = "cpu"  # asked for no GPU: the CPU, not an error about no visible GPU
     elif request.jobs_per_gpu > 1:
-        env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{int(SHARED_MEMORY / request.jobs_per_gpu * 100) / 100:.2f}"
+        env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{memory_fraction(request, {}):.2f}"
     return env
 
 
@@ -97,4 +113,12 @@ class GpuPool:
         return None
 
 
-__all__ = ["SHARED_MEMORY", "GpuPool", "GpuRequest", "job_environment", "place"]
+__all__ = [
+    "JAX_DEFAULT_MEMORY",
+    "SHARED_MEMORY",
+    "GpuPool",
+    "GpuRequest",
+    "job_environment",
+    "memory_fraction",
+    "place",
+]

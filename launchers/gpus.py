@@ -26,6 +26,27 @@ def visible_gpus(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     return tuple(str(i) for i in range(_nvml_device_count()))
 
 
+def gpu_memory_bytes(gpu: str) -> int | None:
+    """The memory of one visible GPU (an index or a UUID, as CUDA_VISIBLE_DEVICES names it); None
+    without NVML or a GPU of that id."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None  # no driver (a CPU machine)
+    try:
+        by_index = gpu.isdigit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(int(gpu)) if by_index else pynvml.nvmlDeviceGetHandleByUUID(gpu)
+        return int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+    except pynvml.NVMLError:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def _nvml_device_count() -> int:
     try:
         import pynvml
@@ -41,4 +62,4 @@ def _nvml_device_count() -> int:
         pynvml.nvmlShutdown()
 
 
-__all__ = ["visible_gpus"]
+__all__ = ["gpu_memory_bytes", "visible_gpus"]

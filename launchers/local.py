@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
-from launchers.gpu_placement import GpuPool, GpuRequest, job_environment
-from launchers.gpus import visible_gpus
+from launchers.gpu_placement import GpuPool, GpuRequest, job_environment, memory_fraction
+from launchers.gpus import gpu_memory_bytes, visible_gpus
 from launchers.warm_server import WARM_SERVER_ENV
 from launchers.warm_start import ForkedProcess, WarmStarter, die_with_parent
 from rllm_sweeps.records import attempts
@@ -63,6 +63,14 @@ class LocalLauncher(Launcher):
     def preflight(self, shapes: list[dict[str, Any]]) -> list[str]:
         """A job asking for more GPUs than this machine has would wait forever: refused up front."""
         return [p for p in {self.gpus.problem(gpu_request(shape)) for shape in shapes} if p is not None]
+
+    def gpu_memory_share(self, resources: dict[str, Any]) -> tuple[float, int] | None:
+        """A job's share of this machine's first GPU (they are alike on one machine)."""
+        request = gpu_request(resources)
+        if not request.gpus or not self.gpus.devices:
+            return None
+        total = gpu_memory_bytes(self.gpus.devices[0])
+        return None if total is None else (memory_fraction(request, os.environ), total)
 
     def submit(self, request: LaunchRequest) -> LocalHandle:
         handle = LocalHandle(request)

@@ -31,6 +31,7 @@ from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
 from launchers.slurm_settings import SlurmSettings
 from launchers.slurm_states import REQUEUE_MAY_FOLLOW, JobWatch, base_state, classify_end, is_live
 from launchers.slurm_task import TrainCommand
+from launchers.slurm_times import SACCT_ENV, SACCT_FIELDS, missing_ends, parse_runs
 from launchers.submitit_private import sbatch_script
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths
@@ -205,6 +206,8 @@ class SlurmLauncher(Launcher):
             pending = JobState.PENDING if state == "PENDING" else JobState.RUNNING
             return JobStatus(pending, detail=f"{job.job_id} {state}")
         final, requeued = ended
+        if (job_dir := self._job_dirs.get(job.job_id)) is not None:
+            self.record_missing_ends({job_dir: [job.job_id]})
         log = self.log_tail(job) if final != "COMPLETED" else ""
         end = classify_end(final, log, started=self.process_started(job.job_id))
         failure = f"{end.failure}, requeued by SLURM" if requeued and end.failure else end.failure
@@ -232,6 +235,8 @@ class SlurmLauncher(Launcher):
                 found.setdefault(job_dir, []).append(submitit.SlurmJob(folder=folder, job_id=sub.scheduler_id))
         if not found:
             return {}
+        # Attempts of jobs that ended while no sweeper watched, whose wrapper was killed: their ends.
+        self.record_missing_ends({d: [j.job_id for j in jobs] for d, jobs in found.items()})
         next(iter(found.values()))[0].watcher.update()
         adopted: dict[Path, submitit.Job] = {}
         for job_dir, jobs in found.items():
@@ -242,6 +247,30 @@ class SlurmLauncher(Launcher):
                 adopted[job_dir] = live[-1]
                 self._job_dirs[live[-1].job_id] = job_dir
         return adopted
+
+    def record_missing_ends(self, job_ids: dict[Path, list[str]]) -> None:
+        """Each attempt of these SLURM jobs with a start but no end (its wrapper was killed) gets the
+        End of its run as sacct reports it (one sacct call; launchers/slurm_times.py)."""
+        unended = {
+            (d, str(a.scheduler_id))
+            for d, ids in job_ids.items()
+            for a in attempts.read_attempts(d)
+            if a.ended_at is None and str(a.scheduler_id) in ids
+        }
+        if not unended:
+            return
+        ids = ",".join(sorted({sid for _, sid in unended}))
+        args = ["sacct", "--duplicates", "--allocations", "--noheader", "--parsable2", "-o", SACCT_FIELDS, "-j", ids]
+        try:
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=60, env={**os.environ, **SACCT_ENV})
+        except (OSError, subprocess.TimeoutExpired):
+            return  # asked again the next time the sweeper looks
+        runs = parse_runs(proc.stdout)
+        for job_dir, sid in sorted(unended):
+            for end in missing_ends(attempts.read_events(job_dir), sid, runs):
+                attempts.record_end(
+                    job_dir, sid, None, end.generation, end.restart_count, time_s=end.time, source="sacct"
+                )
 
     def last_ended_state(self, job_id: str) -> str | None:
         """How the job's latest finished incarnation ended (sacct keeps one record per requeue)."""

@@ -38,10 +38,10 @@ class TrainCommand(submitit.helpers.Checkpointable):
         job_dir = self.log.parent
         log_path = self.log if rank == 0 else JobPaths(job_dir).node_log(rank)
         generation = attempts.generation_of(self.env)
+        restarts = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
         if rank == 0:
             # Before train.py starts: an attempt killed during its start-up still leaves a trace, and
             # SLURM's requeues are counted (SLURM_RESTART_COUNT) as well as the resumes.
-            restarts = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
             attempts.record_start(job_dir, environment.job_id, restarts, generation=generation)
         code: int | None = None
         try:
@@ -51,7 +51,8 @@ class TrainCommand(submitit.helpers.Checkpointable):
         finally:
             if rank == 0:
                 # Also read by the job's other nodes: they leave even when train.py was killed outright.
-                attempts.record_end(job_dir, environment.job_id, code, generation=generation)
+                # A wrapper killed outright writes nothing here: the sweeper takes the end from sacct.
+                attempts.record_end(job_dir, environment.job_id, code, generation, restart_count=restarts)
         if code not in (0, 143):
             raise RuntimeError(f"training exited with code {code} (see the job's job.log and result.json)")
         return code

@@ -195,6 +195,7 @@ def _train(
     """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.data.task import job_task, job_workflow
     from rllm_sweeps.engines import traits
+    from rllm_sweeps.records.schedule import read_schedule
     from rllm_sweeps.runtime.job_ray import job_ray_cluster, no_ray
     from rllm_sweeps.runtime.node_role import NodeRole
     from rllm_sweeps.trackers import make_trackers
@@ -236,6 +237,7 @@ def _train(
             checkpoint_dir=JobPaths(job_dir).checkpoints,
             engine=traits(str(cfg.skyrl.engine)),
             workflow=logged_if_asked(workflow.build(task), plain, job_dir),  # rllm.episode_logging
+            schedule=read_schedule(job_dir),  # a PBT trial's or a replay's settings per step range
         )
         if resume_from is not None:
             first_step = trainer.load_checkpoint(resume_from).step

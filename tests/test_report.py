@@ -55,6 +55,8 @@ def plan_dict(
                     "seed": seed,
                     "config_hash": f"{index:04d}beef" + "a" * 56,
                     "resources": {"nodes": 1, "gpus_per_node": 0, "time_min": 60},
+                    "engine": "jax",
+                    "gpu_memory_gib": None,
                 }
             )
     spec = {
@@ -363,6 +365,7 @@ def test_write_report_files_and_plots(tmp_path):
 def test_log_axis_for_parameters_spanning_a_decade():
     assert spans_decade([1e-6, 1e-4])
     assert not spans_decade([2, 4, 8])
+    assert spans_decade([3e-4, 1e-3, 3e-3])  # lr_grid's: exactly a decade
     assert not spans_decade([0.0, 1.0, 100.0])  # not all positive
     assert not spans_decade(["a", "b"])
 

@@ -4,7 +4,9 @@
 
     {"event": "submitted", "time", "generation", "scheduler_id", "folder"}   by the sweeper
     {"event": "start", "time", "generation", "scheduler_id", "restart_count", "host", "pid"}
-    {"event": "end", "time", "generation", "scheduler_id", "exit_code"}       by the process wrapper
+    {"event": "end", "time", "generation", "scheduler_id", "restart_count", "exit_code"}  by the process wrapper
+    {"event": "end", ..., "source": "sacct"}     by the sweeper, where the wrapper was killed before it
+                                                 wrote its end: SLURM's End of that run
 
 The wrapper (the SLURM task, the local launcher) writes `start` before train.py runs, so an attempt
 killed during start-up still leaves a trace, and SLURM's own requeues (`restart_count`) are counted
@@ -36,7 +38,7 @@ GENERATION_ENV = "RLLM_SWEEPS_GENERATION"  # the generation a job process was la
 
 def append_event(job_dir: Path, event: str, **fields: Any) -> None:
     """One line, appended in a single write (O_APPEND): concurrent writers never interleave."""
-    record = {"event": event, "time": time.time(), **{k: v for k, v in fields.items() if v is not None}}
+    record = {"event": event, "time": time.time()} | {k: v for k, v in fields.items() if v is not None}
     line = (json.dumps(record, sort_keys=True) + "\n").encode()
     Path(job_dir).mkdir(parents=True, exist_ok=True)
     fd = os.open(JobPaths(Path(job_dir)).attempts, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
@@ -94,13 +96,15 @@ def submissions(job_dir: Path) -> list[Submission]:
 
 
 def read_attempts(job_dir: Path) -> list[Attempt]:
-    """Each `start` paired with the next `end` of the same process (by scheduler id and generation)."""
+    """Each `start` paired with its `end`: of the same process (scheduler id and generation) and,
+    where the end names it, the same SLURM incarnation (`restart_count`: an end reconstructed from
+    sacct may come after later attempts'); an end that does not name it closes the latest start."""
     out: list[Attempt] = []
-    open_: dict[tuple[Any, Any], int] = {}
+    open_: dict[tuple[Any, Any], dict[int, int]] = {}  # (scheduler id, generation) -> restart count -> index
     for e in read_events(job_dir):
         key = (e.get("scheduler_id"), e.get("generation", 0))
         if e.get("event") == "start":
-            open_[key] = len(out)
+            open_.setdefault(key, {})[int(e.get("restart_count", 0))] = len(out)
             out.append(
                 Attempt(
                     started_at=float(e["time"]),
@@ -112,8 +116,13 @@ def read_attempts(job_dir: Path) -> list[Attempt]:
                     exit_code=None,
                 )
             )
-        elif e.get("event") == "end" and key in open_:
-            i = open_.pop(key)
+        elif e.get("event") == "end" and open_.get(key):
+            runs = open_[key]
+            restarts = e.get("restart_count")
+            which = int(restarts) if restarts is not None else max(runs, key=runs.__getitem__)
+            if which not in runs:
+                continue
+            i = runs.pop(which)
             a = out[i]
             out[i] = Attempt(
                 a.started_at,
@@ -161,8 +170,22 @@ def record_start(
     )
 
 
-def record_end(job_dir: Path, scheduler_id: str | None, exit_code: int | None, generation: int) -> None:
-    append_event(job_dir, "end", generation=generation, scheduler_id=scheduler_id, exit_code=exit_code)
+def record_end(
+    job_dir: Path,
+    scheduler_id: str | None,
+    exit_code: int | None,
+    generation: int,
+    restart_count: int | None = None,
+    time_s: float | None = None,
+    source: str | None = None,
+) -> None:
+    """An attempt's end: by its wrapper (now), or reconstructed by the sweeper (`time_s` and
+    `source`: SLURM's accounting, launchers/slurm_times.py) where the wrapper was killed first."""
+    fields = {"generation": generation, "scheduler_id": scheduler_id, "exit_code": exit_code}
+    fields |= {"restart_count": restart_count, "source": source}
+    if time_s is not None:
+        fields["time"] = time_s
+    append_event(job_dir, "end", **fields)
 
 
 def attempt_ended(job_dir: Path, scheduler_id: str, restart_count: int) -> bool:

@@ -31,6 +31,7 @@ REPORT_DIR = "report"
 SLURM_DIR = "slurm"
 ATTEMPTS_FILE = "attempts.jsonl"
 GENERATION_FILE = "generation"
+SCHEDULE_FILE = "schedule.json"
 HYDRA_DIR = ".hydra"
 # A job by hand with no override runs here, under outputs/<project>/<experiment>/ (an override
 # name always holds '=', so no command's name can be this one).
@@ -116,6 +117,11 @@ class JobPaths:
     @property
     def generation(self) -> Path:
         return self.root / GENERATION_FILE
+
+    @property
+    def schedule(self) -> Path:
+        """The settings per step range and the parents of a PBT trial (records/schedule.py)."""
+        return self.root / SCHEDULE_FILE
 
     @property
     def lock(self) -> Path:

@@ -129,6 +129,8 @@ class Report:
     unplanned: list[Path] = field(default_factory=list)  # job directories whose config the plan lacks
     notes: list[str] = field(default_factory=list)
     study: StudySummary | None = None  # method optuna: the study (best trial, importances)
+    log_axes: list[str] = field(default_factory=list)  # swept parameters drawn from a log distribution
+    zipped: list[list[str]] = field(default_factory=list)  # parameters that vary together (the spec's zip)
 
     @property
     def has_seeds(self) -> bool:
@@ -188,6 +190,8 @@ def build_report(sweep_dir: Path | str) -> Report:
         notes.append(f"{out_of_memory} of the failed jobs ran out of accelerator memory: {OUT_OF_MEMORY_FIX}")
     manifest = sd.manifest
     command = manifest.get("command")
+    parameters = plan.spec.get("parameters") or {}
+    log_axes = [k for k, v in parameters.items() if isinstance(v, dict) and "log" in str(v.get("distribution") or "")]
     return Report(
         sweep_dir=sd.path,
         sweep_id=str(manifest["sweep_id"]) if manifest.get("sweep_id") is not None else None,
@@ -205,6 +209,8 @@ def build_report(sweep_dir: Path | str) -> Report:
         unplanned=unplanned,
         notes=notes,
         study=read_study(sd.path, plan, manifest),
+        log_axes=[_key_of(k) for k in log_axes],
+        zipped=[[_key_of(str(k)) for k in group] for group in plan.spec.get("zip") or []],
     )
 
 

@@ -1,11 +1,13 @@
 """A report's PNG plots, drawn with matplotlib's Agg canvas (no display, no pyplot state).
 
-    learning_curves.png        each job's validation metric(s) and train reward_mean against
-                               the step (metrics.jsonl), one line per job, coloured by point
+    learning_curves.png        each point's validation metric(s) and train reward_mean against
+                               the step (metrics.jsonl): its seeds' mean with a band, train
+                               curves smoothed with the raw mean faint behind
     <metric>_vs_<param>.png    each sweep metric against each swept parameter: one marker per
                                point with its seeds' std as an error bar; points that differ
-                               in the other parameters are separate series; log x-axis when
-                               a positive parameter spans more than a decade
+                               in the other (not zipped) parameters are separate series; pruned
+                               trials marked x; log x-axis for a log distribution or a
+                               positive parameter spanning a decade or more
     optuna_*.png               an Optuna sweep's study: optimization history, intermediate
                                values, parameter importances (or Pareto front), timeline
 
@@ -22,18 +24,19 @@ from typing import Any
 
 from rllm_sweeps.report.model import PointRow, Report
 from rllm_sweeps.report.render import fmt_value, point_label, short_keys
-from rllm_sweeps.results import COMPLETED, read_metrics
+from rllm_sweeps.results import COMPLETED, PRUNED, read_metrics
 
 TRAIN_METRIC = "reward_mean"
 MAX_LEGEND = 10  # series in a legend; more are drawn without one
 LEARNING_CURVES = "learning_curves.png"
 
 
-def _figure(panels: int) -> tuple[Any, list[Any]]:
+def new_figure(panels: int, legend: bool = False) -> tuple[Any, list[Any]]:
+    """A figure of `panels` side by side; wider by a legend's room when one goes outside them."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6.0 * panels, 4.2), layout="constrained")
+    fig = Figure(figsize=(6.0 * panels + 3.2 * legend, 4.2), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, panels, squeeze=False)[0]
     return fig, list(axes)
@@ -65,8 +68,20 @@ def _series(records: list[dict[str, Any]], kind: str, name: str) -> tuple[list[f
 
 
 def plot_learning_curves(report: Report, out_dir: Path, train_metric: str = TRAIN_METRIC) -> list[Path]:
-    """learning_curves.png: one panel per validation metric of the sweep (val_reward_mean by
-    default) and one for the train `train_metric`, each job a line (dashed: not completed)."""
+    """learning_curves.png (learning_curves_figure), or nothing when no job has records."""
+    fig = learning_curves_figure(report, train_metric)
+    if fig is None:
+        return []
+    path = out_dir / LEARNING_CURVES
+    fig.savefig(path, dpi=110)
+    return [path]
+
+
+def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> Any:
+    """One panel per validation metric of the sweep (val_reward_mean by default) and one for the
+    train `train_metric`; each point one line: its seeds' mean at each step, with a band (min to
+    max over the seeds) where it has several; train curves smoothed (EMA), the raw mean faint
+    behind; dashed: a point with a job not completed. One legend, outside the panels."""
     curves: dict[int, list[dict[str, Any]]] = {}
     for job in report.jobs:
         if job.job_dir is not None:
@@ -74,54 +89,80 @@ def plot_learning_curves(report: Report, out_dir: Path, train_metric: str = TRAI
             if records:
                 curves[job.index] = records
     if not curves:
-        return []
+        return None
     val_names = [m.name for m in report.metrics] + ["val_reward_mean"]
     val_names = list(dict.fromkeys(n for n in val_names if _has(curves, "val", n)))
     panels = [("val", n) for n in val_names] + [("train", train_metric)] * _has(curves, "train", train_metric)
     if not panels:
-        return []
+        return None
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = _figure(len(panels))
-    point_order = {p.point_id: i for i, p in enumerate(report.points)}
+    legend = 1 < len(report.points) <= MAX_LEGEND
+    fig, axes = new_figure(len(panels), legend)
     colors = _colors(len(report.points))
     labels = {p.point_id: point_label(p.params, report.swept) for p in report.points}
-    legend = len(report.points) <= MAX_LEGEND and len(report.points) > 1
+    band_alpha = 0.15 if len(report.points) <= 4 else 0.07
+    status = {j.index: j.status for j in report.jobs}
     for ax, (kind, name) in zip(axes, panels, strict=True):
-        labelled: set[str] = set()
-        for job in report.jobs:
-            records = curves.get(job.index)
-            if not records:
+        for i, point in enumerate(report.points):
+            runs = [_series(curves[j], kind, name) for j in point.jobs if j in curves]
+            runs = [r for r in runs if r[0]]
+            if not runs:
                 continue
-            xs, ys = _series(records, kind, name)
-            if not xs:
-                continue
-            label = None
-            if legend and job.point_id not in labelled:
-                label = labels[job.point_id]
-                labelled.add(job.point_id)
-            style = "-" if job.status == COMPLETED else "--"
-            ax.plot(
-                xs,
-                ys,
-                style,
-                color=colors[point_order[job.point_id]],
-                alpha=0.85,
-                linewidth=1.4,
-                marker="o" if kind == "val" and len(xs) < 30 else None,
-                markersize=3,
-                label=label,
-            )
+            steps, mean, low, high = seed_band(runs)
+            style = "-" if all(status.get(j) == COMPLETED for j in point.jobs) else "--"
+            label = labels[point.point_id] if legend and ax is axes[0] else None
+            if kind == "train":
+                ax.plot(steps, mean, style, color=colors[i], alpha=0.25, linewidth=0.8)
+                mean = smooth(mean)
+            marker = "o" if kind == "val" and len(steps) < 30 else None
+            ax.plot(steps, mean, style, color=colors[i], linewidth=1.6, marker=marker, markersize=3, label=label)
+            if len(runs) > 1:
+                ax.fill_between(steps, low, high, color=colors[i], alpha=band_alpha, linewidth=0)
         ax.set_xlabel("step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(name)
-        ax.set_title(f"{name} ({'validation' if kind == 'val' else 'train'})")
+        ax.set_title(f"{name} ({'validation' if kind == 'val' else 'train, smoothed'})", fontsize="medium")
         ax.grid(alpha=0.3)
-        if labelled:
-            ax.legend(fontsize="small")
-    path = out_dir / LEARNING_CURVES
-    fig.savefig(path, dpi=110)
-    return [path]
+    notes = ["each point: its seeds' mean, band from min to max"] if report.has_seeds else []
+    if any(kind == "train" for kind, _ in panels):
+        notes.append(f"train: EMA {SMOOTHING}, the raw mean faint behind")
+    if any(job.status != COMPLETED for job in report.jobs if job.index in curves):
+        notes.append("dashed: a point with a job not completed (pruned, failed, running)")
+    if notes:
+        fig.suptitle("; ".join(notes), fontsize="small", color="0.35")
+    if legend:
+        fig.legend(loc="outside right upper", fontsize="small", title="point")
+    return fig
+
+
+SMOOTHING = 0.6  # EMA weight of the past: train rewards are noisy step to step
+
+
+def smooth(values: Sequence[float], weight: float = SMOOTHING) -> list[float]:
+    """Exponential moving average, debiased at the start (as TensorBoard's smoothing)."""
+    out, last, norm = [], 0.0, 0.0
+    for v in values:
+        last = weight * last + (1 - weight) * v
+        norm = weight * norm + (1 - weight)
+        out.append(last / norm)
+    return out
+
+
+def seed_band(runs: Sequence[tuple[list[float], list[float]]]) -> tuple[list[float], ...]:
+    """Several seeds' (steps, values) as one line: at each step some seed reached, the mean, min and
+    max of the seeds that have it."""
+    by_step: dict[float, list[float]] = {}
+    for steps, values in runs:
+        for x, y in zip(steps, values, strict=True):
+            by_step.setdefault(x, []).append(y)
+    steps = sorted(by_step)
+    return (
+        steps,
+        [sum(by_step[x]) / len(by_step[x]) for x in steps],
+        [min(by_step[x]) for x in steps],
+        [max(by_step[x]) for x in steps],
+    )
 
 
 def _has(curves: dict[int, list[dict[str, Any]]], kind: str, name: str) -> bool:
@@ -133,25 +174,23 @@ def _numeric(values: Sequence[Any]) -> bool:
 
 
 def spans_decade(values: Sequence[Any]) -> bool:
-    """Whether positive numbers span more than a factor of 10 (then a log axis)."""
+    """Whether positive numbers span a factor of 10 or more (then a log axis: lr 3e-4, 1e-3, 3e-3
+    crowd the left of a linear one)."""
     if not values or not _numeric(values) or min(values) <= 0:
         return False
-    return max(values) / min(values) > 10
+    return max(values) / min(values) >= 10
 
 
 def plot_metric_vs_params(report: Report, out_dir: Path) -> list[Path]:
-    """<metric>_vs_<param>.png for each sweep metric and swept parameter, from the points
-    that have the metric (mean over completed seeds, std as error bar)."""
+    """<metric>_vs_<param>.png for each sweep metric and swept parameter (metric_vs_param_figure)."""
     paths = []
-    names = short_keys(report.swept)
     for metric in report.metrics:
-        points = [p for p in report.points if p.metrics.get(metric.name) is not None]
-        if not points:
-            continue
         for key in report.swept:
-            have = [p for p in points if key in p.params]
-            if have:
-                paths.append(_plot_param(report, metric.name, key, names[key], have, out_dir))
+            fig = metric_vs_param_figure(report, metric.name, key)
+            if fig is not None:
+                path = out_dir / f"{_safe(metric.name)}_vs_{_safe(key)}.png"
+                fig.savefig(path, dpi=110)
+                paths.append(path)
     return paths
 
 
@@ -159,58 +198,116 @@ def _text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _plot_param(report: Report, metric: str, key: str, short: str, points: list[PointRow], out_dir: Path) -> Path:
-    others = [k for k in report.swept if k != key]
+def log_axis(report: Report, key: str, values: Sequence[Any]) -> bool:
+    """A log x-axis: the sweep drew the parameter from a log distribution, or its values span more
+    than a decade."""
+    return _numeric(values) and (key in report.log_axes or spans_decade(values)) and min(values) > 0
+
+
+def metric_vs_param_figure(report: Report, metric: str, key: str) -> Any:
+    """The metric against one swept parameter: each point a marker (its seeds' mean, their std as an
+    error bar); points that differ in the other parameters are separate series (parameters zipped
+    with this one move with it: one series), nudged apart so their error bars do not overlap;
+    pruned trials drawn at their last value, marked x. None: no point has the metric."""
+    points = [p for p in report.points if p.metrics.get(metric) is not None and key in p.params]
+    pruned = [j for j in report.jobs if j.status == PRUNED and key in j.params and metric in j.final]
+    if not points and not pruned:
+        return None
+    together = {k for group in report.zipped if key in group for k in group}
+    others = [k for k in report.swept if k != key and k not in together]
     groups: dict[str, list[PointRow]] = {}
     for p in points:
-        group = _text([p.params.get(k) for k in others])
-        groups.setdefault(group, []).append(p)
-    xs_all = [p.params[key] for p in points]
+        groups.setdefault(_text([p.params.get(k) for k in others]), []).append(p)
+    xs_all = [p.params[key] for p in points] + [j.params[key] for j in pruned]
     numeric = _numeric(xs_all)
-    # x of each value: the number itself, or a category's position (order of first appearance)
-    position: dict[str, float] = {}
+    log = log_axis(report, key, xs_all)
+    position: dict[str, float] = {}  # x of each value: the number, or a category's position
     for v in xs_all:
         position.setdefault(_text(v), float(v) if numeric else float(len(position)))
     many = len(groups) > MAX_LEGEND
     colors = _colors(1 if many else len(groups))
-    fig, (ax,) = _figure(1)
+    fig, (ax,) = new_figure(1, legend=(not many and len(groups) > 1) or bool(pruned))
+    spread = _nudges(len(groups), log, sorted(position.values()))
     for i, members in enumerate(groups.values()):
-        pairs = []
-        for p in members:
-            agg = p.metrics[metric]
-            assert agg is not None
-            pairs.append((position[_text(p.params[key])], agg.mean, agg.std or 0.0))
-        pairs.sort()
-        label = None
+        pairs = sorted((position[_text(p.params[key])], p.metrics[metric]) for p in members)
+        xs = [x * spread[i] if log else x + spread[i] for x, _ in pairs]
+        label = "completed" if pruned else None  # beside the pruned ones' entry
         if not many and len(groups) > 1:
             label = point_label({k: members[0].params.get(k) for k in others}, others)
         ax.errorbar(
-            [x for x, _, _ in pairs],
-            [y for _, y, _ in pairs],
-            yerr=[e for _, _, e in pairs] if report.has_seeds else None,
+            xs,
+            [agg.mean for _, agg in pairs],
+            yerr=[agg.std or 0.0 for _, agg in pairs] if report.has_seeds else None,
             fmt="o" if many else "o-",
             color=colors[0 if many else i],
             capsize=3,
             alpha=0.6 if many else 0.9,
             label=label,
         )
-    if numeric and spans_decade(xs_all):
-        ax.set_xscale("log")
-    if numeric and len(position) <= 12 and all(isinstance(v, int) for v in xs_all):
-        ax.set_xticks(sorted(position.values()), [fmt_value(v) for v in sorted(set(xs_all))])
-        ax.minorticks_off()
+    if pruned:
+        ax.scatter(
+            [position[_text(j.params[key])] for j in pruned],
+            [j.final[metric] for j in pruned],
+            marker="x",
+            color="0.45",
+            label=f"pruned ({len(pruned)}): last value",
+            zorder=3,
+        )
+    _x_ticks(ax, key, xs_all, position, numeric, log)
+    ax.set_xlabel(key)
+    ax.set_ylabel(f"{metric} (mean ± std over seeds)" if report.has_seeds else metric)
+    ax.set_title(f"{metric} vs {short_keys(report.swept)[key]}")
+    ax.grid(alpha=0.3)
+    if (not many and len(groups) > 1) or pruned:
+        fig.legend(loc="outside right upper", fontsize="small")
+    return fig
+
+
+def _nudges(series: int, log: bool, xs: list[float]) -> list[float]:
+    """Per series, a small x shift (a factor on a log axis) so error bars at one x stand apart."""
+    if series <= 1 or len(xs) < 1:
+        return [1.0 if log else 0.0] * max(series, 1)
+    if log:
+        step = (xs[-1] / xs[0]) ** (1 / max(len(xs) - 1, 1)) if len(xs) > 1 else 2.0
+        width = step ** (0.25 / series)
+        return [width ** (i - (series - 1) / 2) for i in range(series)]
+    step = min((b - a for a, b in zip(xs, xs[1:], strict=False)), default=1.0) or 1.0
+    return [(i - (series - 1) / 2) * step * 0.25 / series for i in range(series)]
+
+
+def _x_ticks(ax: Any, key: str, xs: Sequence[Any], position: dict[str, float], numeric: bool, log: bool) -> None:
+    """Ticks one can read: the swept values themselves when they are few and far enough apart (a
+    grid's), else round ones (1, 2, 5 of each decade on a log axis), labels turned where many."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+    values = sorted(set(xs)) if numeric else []
     if not numeric:
         ax.set_xticks(list(position.values()), [fmt_value(json.loads(c)) for c in position])
-    ax.set_xlabel(key)
-    ylabel = f"{metric} (mean ± std over seeds)" if report.has_seeds else metric
-    ax.set_ylabel(ylabel)
-    ax.set_title(f"{metric} vs {short}")
-    ax.grid(alpha=0.3)
-    if not many and len(groups) > 1:
-        ax.legend(fontsize="small")
-    path = out_dir / f"{_safe(metric)}_vs_{_safe(key)}.png"
-    fig.savefig(path, dpi=110)
-    return path
+    elif len(values) <= 6 and _apart(values, log):
+        if log:
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xticks(values, [fmt_value(v) for v in values])
+    elif log:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_value(float(f"{v:.3g}"))))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+    many = len(ax.get_xticks()) > 4
+    for label in ax.get_xticklabels():
+        label.set_rotation(30 if many else 0)
+        label.set_horizontalalignment("right" if many else "center")
+
+
+def _apart(values: Sequence[float], log: bool) -> bool:
+    """Whether neighbouring values stand far enough apart for their labels not to touch."""
+    if len(values) < 2:
+        return True
+    if log:
+        return min(b / a for a, b in zip(values, values[1:], strict=False)) >= 1.4
+    return min(b - a for a, b in zip(values, values[1:], strict=False)) >= (values[-1] - values[0]) / 8
 
 
 def write_plots(report: Report, out_dir: Path) -> list[Path]:
@@ -224,4 +321,15 @@ def write_plots(report: Report, out_dir: Path) -> list[Path]:
     return paths
 
 
-__all__ = ["LEARNING_CURVES", "plot_learning_curves", "plot_metric_vs_params", "spans_decade", "write_plots"]
+__all__ = [
+    "LEARNING_CURVES",
+    "learning_curves_figure",
+    "log_axis",
+    "metric_vs_param_figure",
+    "plot_learning_curves",
+    "plot_metric_vs_params",
+    "seed_band",
+    "smooth",
+    "spans_decade",
+    "write_plots",
+]

@@ -197,6 +197,10 @@ def plot_study(summary: StudySummary, out_dir: Path) -> list[Path]:
         except (ValueError, RuntimeError):  # nothing to draw yet
             continue
         figure = ax.figure if hasattr(ax, "figure") else ax.flat[0].figure
+        if filename in (PLOTS[0], PLOTS[1]):  # trials and steps are whole numbers
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         figure.set_size_inches(7.5, 4.5)
         figure.tight_layout()
         path = out_dir / filename

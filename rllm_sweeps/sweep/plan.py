@@ -33,6 +33,10 @@ class PlannedJob:
     seed: int | None  # the job's seed_key value
     config_hash: str  # rllm_sweeps.jobhash.config_hash of the job's resolved config
     resources: dict[str, Any]  # the job's resources.* (nodes, gpus_per_node, time_min, ...)
+    engine: str = "jax"  # skyrl.engine
+    # A job asking for GPUs: its GPU memory estimate (GiB, config/memory_need.py); None: none (no GPU
+    # asked, SkyRL's GPU trainer, or the model's config.json is not here)
+    gpu_memory_gib: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _JOB_FIELDS}  # shallow: written, not kept

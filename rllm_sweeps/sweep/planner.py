@@ -28,9 +28,10 @@ from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.gpu_trainer_rules import node_gpus
 from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.job_composer import JobComposer, JobConfig
+from rllm_sweeps.config.memory_need import job_memory_estimate
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.overrides import unread_added_key
-from rllm_sweeps.config.plain_tree import plain_get
+from rllm_sweeps.config.plain_tree import plain_get, plain_get_or_none
 from rllm_sweeps.problems import did_you_mean_key
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
 from rllm_sweeps.sweep.idle_dimensions import IdleDimensions
@@ -431,6 +432,10 @@ class Planner:
         resources = plain.get("resources")
         if isinstance(resources, dict):  # what the job asks of a node: the GPUs of SkyRL's vLLM engines too
             resources = {**resources, "gpus_per_node": node_gpus(plain)}
+        engine = str(plain_get_or_none(plain, "skyrl.engine") or "jax")
+        estimate = None
+        if isinstance(resources, dict) and resources.get("gpus_per_node"):  # a GPU sweep: estimated (few jobs)
+            estimate = job_memory_estimate(plain)
         return PlannedJob(
             index=index,
             overrides=overrides,
@@ -440,6 +445,8 @@ class Planner:
             seed=seed,
             config_hash=chash,
             resources=dict(resources) if isinstance(resources, dict) else {},
+            engine=engine,
+            gpu_memory_gib=None if estimate is None else round(estimate.gib, 1),
         )
 
 

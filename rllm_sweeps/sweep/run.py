@@ -28,6 +28,7 @@ from rllm_sweeps.config.planned import job_overrides
 from rllm_sweeps.records.layout import MANIFEST_FILE
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.results import write_json_atomic
+from rllm_sweeps.sweep.memory_check import memory_lines
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import MAX_JOBS, plan_sweep
 from rllm_sweeps.sweep.runner import FINAL_STATES, JobSource, StaticSource, SweepRunner
@@ -86,6 +87,8 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         raise SystemExit(2)
     if options.dry_run:
+        for line in memory_lines(plan.jobs, launcher):
+            print(line)
         print(f"validated the {plan.totals.validated} jobs shown: no problem found")
         print(f"plan: {plan.write(sweep_dir)} (dry run: nothing launched)")
         return

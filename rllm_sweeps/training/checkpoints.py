@@ -89,6 +89,25 @@ def _complete_checkpoints(checkpoint_dir: Path) -> list[tuple[int, Path]]:
     )
 
 
+def copy_checkpoint(source: Path, dest: Path, *, mark_latest: bool) -> Path:
+    """Copy the complete checkpoint ``source`` (another trial's, for PBT's exploit) to ``dest``, the
+    way ``save_checkpoint`` writes one: under ``dest.tmp``, then renamed, so a copy cut short is
+    never taken for a checkpoint (``_complete_checkpoints`` and ``latest`` skip ``.tmp``)."""
+    if not (source / TRAINER_STATE_FILE).is_file():
+        raise FileNotFoundError(f"{source} is not a complete checkpoint (no {TRAINER_STATE_FILE})")
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp)
+    if dest.exists():
+        shutil.rmtree(dest)
+    os.replace(tmp, dest)
+    if mark_latest:
+        latest = dest.parent / (LATEST_FILE + ".tmp")
+        latest.write_text(dest.name + "\n")
+        os.replace(latest, dest.parent / LATEST_FILE)
+    return dest
+
+
 def load_checkpoint(path: Path, policy: Policy, load_optimizer: bool = True) -> TrainerState:
     """Restore the policy's weights (+ optimizer state) from ``path``; its trainer state."""
     policy.load(path / f"{policy.model_id}.ckpt", load_optimizer=load_optimizer)
@@ -111,6 +130,7 @@ __all__ = [
     "TRAINER_STATE_FILE",
     "TrainerState",
     "checkpoint_name",
+    "copy_checkpoint",
     "latest_checkpoint",
     "load_checkpoint",
     "prune_checkpoints",

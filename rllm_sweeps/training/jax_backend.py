@@ -55,9 +55,21 @@ MICRO_BATCH_TOKENS = 64 * (64 + 128)
 def default_micro_batch(settings: LoopSettings) -> int:
     """Sequences per forward_backward call: the whole optimizer mini batch, or the largest divisor
     of it within MICRO_BATCH_TOKENS (equal micro batches: one compiled shape)."""
-    whole = settings.mini_batch_size * settings.n
-    cap = max(1, MICRO_BATCH_TOKENS // max(1, settings.max_prompt_length + settings.max_response_length))
+    return micro_batch_for(
+        settings.mini_batch_size * settings.n, settings.max_prompt_length + settings.max_response_length
+    )
+
+
+def micro_batch_for(whole: int, tokens: int) -> int:
+    """default_micro_batch of a mini batch of ``whole`` sequences of at most ``tokens`` tokens."""
+    cap = max(1, MICRO_BATCH_TOKENS // max(1, tokens))
     return max(d for d in range(1, min(whole, cap) + 1) if whole % d == 0)
+
+
+def sample_sequences_for(train_episodes: int, val_episodes: int, parallel_calls: int = 1) -> int:
+    """The sampler's batch: the larger of a training rollout and a validation chunk, times the
+    workflow's most calls one episode has waiting at once (one compiled shape for every call)."""
+    return max(train_episodes, val_episodes) * parallel_calls
 
 
 def make_jax_backend(
@@ -92,8 +104,9 @@ def make_jax_backend(
     if train_micro_batch_size is None:
         train_micro_batch_size = default_micro_batch(settings)
     if sample_max_num_sequences is None:
-        episodes = max(settings.train_batch_size * settings.n, settings.val_batch_size * settings.n_val)
-        sample_max_num_sequences = episodes * parallel_calls
+        sample_max_num_sequences = sample_sequences_for(
+            settings.train_batch_size * settings.n, settings.val_batch_size * settings.n_val, parallel_calls
+        )
     # trainer.max_grad_norm is not read here: named by the user, it is refused (engines.py's NOT_READ);
     # its default (1.0, as rLLM's and SkyRL's) goes unsaid rather than noted on every run.
     config = JaxBackendConfig(

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.engines import EngineTraits, traits
+from rllm_sweeps.records.schedule import Schedule
 from rllm_sweeps.tasks.base import Task
 from rllm_sweeps.training.checkpoints import (
     TrainerState,
@@ -118,8 +119,11 @@ class RLTrainer:
         checkpoint_dir: str | os.PathLike | None = None,
         engine: EngineTraits | None = None,
         workflow: Workflow | None = None,
+        schedule: Schedule | None = None,
     ) -> None:
         self.settings = s = settings
+        self.base_settings = settings
+        self.schedule = schedule or Schedule()
         self.engine = engine or traits("jax")
         self.policy = Policy(backend, model_id, work_dir)
         self.task = task
@@ -130,13 +134,22 @@ class RLTrainer:
         self.stop_token_ids = stop_token_ids(tokenizer)
         self.workflow = workflow or SingleTurnWorkflow(task, SingleTurnSettings())
         self.chat = ChatFormat(tokenizer, task.chat_template)
-        clip = {"clip_low_threshold": s.clip_low_threshold, "clip_high_threshold": s.clip_high_threshold}
-        self.loss_config = clip if s.loss_fn in self.engine.loss_config_for else None
+        self.loss_config = self._loss_config(s)
         self._is_setup = False
         if self.total_steps > 0 and len(task.train) < s.train_batch_size:
             raise ValueError(
                 f"task {task.name!r} has {len(task.train)} train examples < data.train_batch_size={s.train_batch_size}"
             )
+
+    def _loss_config(self, s: LoopSettings) -> dict | None:
+        clip = {"clip_low_threshold": s.clip_low_threshold, "clip_high_threshold": s.clip_high_threshold}
+        return clip if s.loss_fn in self.engine.loss_config_for else None
+
+    def use_settings_of(self, step: int) -> None:
+        """The schedule's settings for 0-based step `step` (a PBT trial's, a replay's) in force."""
+        if self.schedule.segments:
+            self.settings = self.schedule.apply(self.base_settings, step)
+            self.loss_config = self._loss_config(self.settings)
 
     def setup(self) -> None:
         """Create the policy (LoRA + optimizer) in the backend and publish it to the sampler."""
@@ -174,8 +187,9 @@ class RLTrainer:
     def train_step(self) -> dict:
         """One RL step: episodes -> groups -> advantages -> update(s) -> sync sampler; its metrics."""
         self.setup()
-        s = self.settings
         step = self.state.step  # 0-based index of this step
+        self.use_settings_of(step)
+        s = self.settings
         timer = PhaseTimer()
         batch = train_batch(self.task.train, s, step)
 

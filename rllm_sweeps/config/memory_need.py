@@ -1,0 +1,81 @@
+"""A planned job's GPU memory estimate, from its resolved config (training/gpu_memory.py estimates).
+
+Only SkyRL's JAX engine is estimated: SkyRL's GPU trainer (fsdp/megatron) sizes its vLLM engines and
+FSDP workers itself (``gpu_memory_utilization``), so its jobs have no estimate. The model's sizes
+come from its config.json: a built-in model's recipe, a local directory, or a hub model already in
+the Hugging Face cache (nothing is downloaded for a dry run).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from rllm_sweeps.config.plain_tree import plain_get_or_none
+from rllm_sweeps.training.gpu_memory import MemoryEstimate, ModelShape, RunShape, estimate_jax_memory
+
+
+def job_memory_estimate(plain: dict[str, Any]) -> MemoryEstimate | None:
+    """The estimate of a job of SkyRL's JAX engine; None: another engine, or no config.json here."""
+    if plain_get_or_none(plain, "skyrl.engine") != "jax":
+        return None
+    model = model_shape(str(plain_get_or_none(plain, "model.path")))
+    if model is None:
+        return None
+    return estimate_jax_memory(model, run_shape(plain))
+
+
+def run_shape(plain: dict[str, Any]) -> RunShape:
+    """The sizes the job's JaxBackend is built with (training/jax_backend.py's defaults for 0)."""
+    from skyrl.tx.utils.models import round_up_seq_len  # SkyRL's padding of a batch's length
+
+    from rllm_sweeps.training.jax_backend import micro_batch_for, sample_sequences_for
+
+    def get(key: str) -> Any:
+        return plain_get_or_none(plain, key)
+
+    tokens = int(get("data.max_prompt_length")) + int(get("data.max_response_length"))
+    n = int(get("rollout.n"))
+    parallel_calls = int(get("workflow.n_solutions") or 1)  # solver-judge's solvers sample at once
+    micro = int(get("skyrl.jax.train_micro_batch_size") or 0) or micro_batch_for(
+        int(get("trainer.mini_batch_size")) * n, tokens
+    )
+    sample = int(get("skyrl.jax.sample_max_num_sequences") or 0) or sample_sequences_for(
+        int(get("data.train_batch_size")) * n,
+        int(get("data.val_batch_size")) * int(get("rollout.n_val")),
+        parallel_calls,
+    )
+    return RunShape(
+        micro_batch=micro,
+        train_tokens=round_up_seq_len(tokens),
+        sample_sequences=sample,
+        sample_tokens=round_up_seq_len(tokens),
+        lora_rank=int(get("model.lora.rank")),
+        lora_adapters=int(get("skyrl.jax.max_lora_adapters") or 2),
+        gradient_checkpointing=bool(get("skyrl.jax.gradient_checkpointing")),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def model_shape(path: str) -> ModelShape | None:
+    """The model's sizes, once per path; None: its config.json is not on this machine."""
+    from rllm_sweeps.models.tiny import BUILTIN_MODELS, is_hub_id
+
+    if path.startswith("builtin:"):
+        recipe = BUILTIN_MODELS.get(path.removeprefix("builtin:"))
+        return ModelShape.from_hf_config(recipe["model"]) if recipe else None
+    config = Path(path).expanduser() / "config.json"
+    if not config.is_file() and is_hub_id(path):
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(path, "config.json")
+        config = Path(cached) if isinstance(cached, str) else config
+    try:
+        return ModelShape.from_hf_config(json.loads(config.read_text()))
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+__all__ = ["job_memory_estimate", "model_shape", "run_shape"]

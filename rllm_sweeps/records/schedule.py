@@ -1,0 +1,106 @@
+"""A job's schedule: the loop settings it trained with per step range, and where each range began.
+
+A PBT trial changes settings mid-run and may continue from another trial's checkpoint; its
+schedule (`schedule.json` in the job directory) records both, so that the report can draw the
+lineage and the trial can be replayed from scratch as one job (a schedule is a value of the
+settings it changes). Only settings the loop can change between steps may appear in one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.results import write_text_atomic
+from rllm_sweeps.training.settings import LoopSettings
+
+# LoopSettings fields read afresh at every step (the optimizer's lr is set per step, the others
+# are read by the loss and the sampler): the ones a schedule may change.
+MUTABLE_SETTINGS = frozenset({"lr", "kl_beta", "temperature", "top_p", "eps_clip", "eps_clip_high", "max_grad_norm"})
+
+
+@dataclass(frozen=True)
+class Parent:
+    """The checkpoint a segment started from: trial `trial`'s at step `step`."""
+
+    trial: int
+    step: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    start_step: int  # the first step trained with these settings
+    settings: Mapping[str, Any]  # LoopSettings field -> value
+    parent: Parent | None = None  # None: the trial's own weights carried on
+
+
+@dataclass(frozen=True)
+class Schedule:
+    segments: tuple[Segment, ...] = ()
+
+    def __post_init__(self) -> None:
+        starts = [s.start_step for s in self.segments]
+        if starts != sorted(set(starts)):
+            raise ValueError(f"schedule segments must start at increasing steps, got {starts}")
+        for segment in self.segments:
+            if unknown := sorted(set(segment.settings) - MUTABLE_SETTINGS):
+                raise ValueError(
+                    f"a schedule cannot change {', '.join(unknown)} mid-run; "
+                    f"it may change {', '.join(sorted(MUTABLE_SETTINGS))}"
+                )
+
+    def then(self, segment: Segment) -> Schedule:
+        """This schedule with `segment` from its start step on (later segments dropped)."""
+        kept = tuple(s for s in self.segments if s.start_step < segment.start_step)
+        return Schedule((*kept, segment))
+
+    def settings_at(self, step: int) -> dict[str, Any]:
+        """The settings in force at `step` (the latest segment started at or before it)."""
+        out: dict[str, Any] = {}
+        for segment in self.segments:
+            if segment.start_step <= step:
+                out.update(segment.settings)
+        return out
+
+    def apply(self, loop: LoopSettings, step: int) -> LoopSettings:
+        return dataclasses.replace(loop, **self.settings_at(step))
+
+    @property
+    def parents(self) -> tuple[tuple[int, Parent], ...]:
+        """(start step, parent) of every segment that began from a copied checkpoint."""
+        return tuple((s.start_step, s.parent) for s in self.segments if s.parent is not None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"segments": [dataclasses.asdict(s) | {"settings": dict(s.settings)} for s in self.segments]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Schedule:
+        return cls(
+            tuple(
+                Segment(
+                    start_step=int(s["start_step"]),
+                    settings=dict(s["settings"]),
+                    parent=Parent(**s["parent"]) if s.get("parent") else None,
+                )
+                for s in d.get("segments", [])
+            )
+        )
+
+
+def write_schedule(job_dir: Path, schedule: Schedule) -> Path:
+    """Replace the job's schedule whole (readers never see half of one)."""
+    return write_text_atomic(JobPaths(Path(job_dir)).schedule, json.dumps(schedule.to_dict(), indent=2) + "\n")
+
+
+def read_schedule(job_dir: Path) -> Schedule:
+    """The job's schedule; an empty one when it never changed its settings."""
+    try:
+        text = JobPaths(Path(job_dir)).schedule.read_text()
+    except FileNotFoundError:
+        return Schedule()
+    return Schedule.from_dict(json.loads(text))

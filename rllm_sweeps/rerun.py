@@ -1,0 +1,63 @@
+"""`rllm-sweeps rerun JOB_DIR`: train a job again from its records alone.
+
+The job's overrides (result.json) and its schedule (schedule.json: a PBT trial's settings per
+step range, records/schedule.py) go to a fresh job directory; the same seeds give the same
+per-step metrics on the same code and packages, so a rerun warns where those differ from the
+recorded ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from rllm_sweeps.config.paths import REPO_ROOT
+from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.schedule import read_schedule, write_schedule
+from rllm_sweeps.results import JobResult
+
+
+def drift(recorded: JobResult, versions: dict[str, str], revision: str | None) -> list[str]:
+    """One line per difference between the recorded code and packages and these."""
+    lines = []
+    if recorded.git_revision and revision and recorded.git_revision != revision:
+        lines.append(f"git revision {revision} differs from the recorded {recorded.git_revision}")
+    for name in sorted(set(recorded.versions) | set(versions)):
+        was, now = recorded.versions.get(name), versions.get(name)
+        if was != now:
+            lines.append(f"{name} {now or 'not installed'} differs from the recorded {was or 'not installed'}")
+    return lines
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    """Train a job again from its records: its overrides and schedule, in a new directory."""
+    from rllm_sweeps.job import git_revision, package_versions
+
+    job_dir = Path(args.job_dir)
+    recorded = JobResult.read(job_dir)
+    if recorded is None:
+        print(f"error: {job_dir} has no {JobPaths(job_dir).result.name}: give the directory of a job", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else job_dir.with_name(job_dir.name + "-rerun")
+    if JobResult.read(out) is not None:
+        print(f"error: {out} already holds a job: give another --out", file=sys.stderr)
+        return 2
+    for line in drift(recorded, package_versions(), git_revision()):
+        print(f"warning: {line}; the rerun may not reproduce the job's metrics", file=sys.stderr)
+    schedule = read_schedule(job_dir)
+    if schedule.segments:
+        write_schedule(out, schedule)
+    overrides = [o for o in recorded.overrides if not o.lstrip("+~").startswith("hydra.")]
+    print(f"rerun of {job_dir} in {out}: train.py {' '.join(overrides)}", flush=True)
+    command = [sys.executable, str(REPO_ROOT / "train.py"), *overrides, f"hydra.run.dir={out}"]
+    return subprocess.run(command, cwd=REPO_ROOT, check=False).returncode
+
+
+def add_rerun_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("rerun", help=cmd_rerun.__doc__)
+    parser.add_argument("job_dir", help="a job's directory (it holds result.json)")
+    parser.add_argument("--out", help="the new job's directory (default: JOB_DIR-rerun)")
+    parser.set_defaults(func=cmd_rerun)
+    return parser

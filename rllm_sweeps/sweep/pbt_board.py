@@ -1,0 +1,52 @@
+"""PBT's shared board: each trial's latest score, as files a trial's job reads and writes itself.
+
+    <board>/trial_<k>.json    {"trial", "step", "score", "settings"}: trial k's latest report
+
+A job at its perturbation interval writes its own line and reads everyone's (pbt.decide), so
+nobody waits for stragglers and no sweeper has to be up for a decision: a sweeper crash loses no
+step. Each file is replaced whole (results.write_json_atomic): a reader never sees half of one.
+The board lives on the sweep directory's file system, which SLURM jobs share with the sweeper.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+from rllm_sweeps.results import write_json_atomic
+from rllm_sweeps.sweep.pbt import TrialState
+
+
+class PopulationBoard:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def path(self, trial: int) -> Path:
+        return self.root / f"trial_{trial}.json"
+
+    def report(self, state: TrialState) -> None:
+        """Trial `state.trial`'s latest score (an earlier step's never replaces a later one's)."""
+        previous = self.read(state.trial)
+        if previous is not None and previous.step > state.step:
+            return
+        write_json_atomic(
+            self.path(state.trial),
+            {"trial": state.trial, "step": state.step, "score": state.score, "settings": dict(state.settings)},
+        )
+
+    def read(self, trial: int) -> TrialState | None:
+        try:
+            d = json.loads(self.path(trial).read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+        return TrialState(int(d["trial"]), int(d["step"]), d["score"], dict(d["settings"]))
+
+    def states(self) -> list[TrialState]:
+        """Every trial's latest report, by trial number."""
+        out = []
+        for path in sorted(self.root.glob("trial_*.json")):
+            with contextlib.suppress(ValueError):
+                if (state := self.read(int(path.stem.removeprefix("trial_")))) is not None:
+                    out.append(state)
+        return sorted(out, key=lambda s: s.trial)
