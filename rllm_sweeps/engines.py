@@ -231,14 +231,12 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
         if j.effect.kind is Kind.REFUSED
     ]
     loss = _get(plain, "algorithm.loss_fn")
-    implemented = traits(engine).losses
-    if isinstance(loss, str) and implemented is not None and loss not in implemented:
+    known = (*jax_losses(), *skyrl_policy_losses())
+    if isinstance(loss, str) and loss not in known:
         issues.append(
             ConfigIssue(
                 "algorithm.loss_fn",
-                f"algorithm.loss_fn={loss!r} is not implemented by skyrl.engine={engine} (it has "
-                f"{', '.join(implemented)}); SkyRL's trainer (skyrl.engine=fsdp or megatron) has every "
-                "policy loss SkyRL registers (gspo, dual_clip, sapo, ...)",
+                f"algorithm.loss_fn={loss!r} is not a policy loss SkyRL has; one of: {', '.join(dict.fromkeys(known))}",
             )
         )
     if engine in GPU_TRAINER:
@@ -263,7 +261,7 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
 class EngineTraits:
     """What the loop needs to know of the engine it drives (one per engine, below)."""
 
-    losses: tuple[str, ...] | None  # policy losses it implements; None = every SkyRL policy loss
+    losses: tuple[str, ...] | None  # policy losses it computes itself; None = every SkyRL policy loss
     # How the backend reduces per-token losses (the loop scales advantages to get loss_agg_mode):
     # "seq-mean-token-mean" (SkyRL's JAX backend) or "token-sum" (SkyRL's GPU trainer: its PPO
     # loop, not the backend, applies its loss_reduction setting).
@@ -275,6 +273,11 @@ class EngineTraits:
     # (SkyRL's GPU trainer pushes them to its vLLM engines in save_sampler_checkpoint).
     sampler_shares_trained_weights: bool = False
 
+    def computes(self, loss: str) -> bool:
+        """True: the backend computes ``loss`` itself; False: the loop computes it as a custom loss
+        (training/custom_loss.py: one extra forward per mini batch)."""
+        return self.losses is None or loss in self.losses
+
 
 @functools.cache
 def jax_losses() -> tuple[str, ...]:
@@ -282,6 +285,19 @@ def jax_losses() -> tuple[str, ...]:
     from skyrl.tinker.types import LOSS_TYPES
 
     return tuple(name for name in LOSS_TYPES if name != "cross_entropy")
+
+
+@functools.cache
+def skyrl_policy_losses() -> tuple[str, ...]:
+    """Every RL policy loss SkyRL registers (its PolicyLossRegistry, less supervised cross-entropy),
+    by the loop's names: each engine trains with any of them (jax: the ones its backend lacks as
+    custom losses, training/custom_loss.py)."""
+    from skyrl.backends.skyrl_train.utils.ppo_utils import PolicyLossRegistry
+
+    from rllm_sweeps.keymap import NATIVE_LOSS_NAMES
+
+    common = {native: name for name, native in NATIVE_LOSS_NAMES.items()}
+    return tuple(common.get(n, n) for n in PolicyLossRegistry.list_available() if n != "cross_entropy")
 
 
 def traits(engine: str) -> EngineTraits:
@@ -309,6 +325,7 @@ __all__ = [
     "judged_settings",
     "unused_notes",
     "jax_losses",
+    "skyrl_policy_losses",
     "readers",
     "traits",
 ]

@@ -26,10 +26,14 @@ def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[s
     """The note of a job whose KL loss is decided by the rule (none for one that sets it fully)."""
     explicit = set(explicit)
     algorithm = plain.get("algorithm") or {}
-    if algorithm.get("use_kl_loss") and not _named(explicit, COEF):
+    skyrl_algorithm = ((plain.get("skyrl") or {}).get("train") or {}).get("trainer", {}).get("algorithm") or {}
+    term = (
+        "loss" if algorithm.get("use_kl_loss") else "in the reward" if skyrl_algorithm.get("use_kl_in_reward") else None
+    )
+    if term is not None and not _named(explicit, COEF):
         return [
-            f"note: algorithm.kl_beta={algorithm.get('kl_beta')!r}: the KL loss is on and its coefficient left out, "
-            "so SkyRL's default applies (rLLM's kl_beta default, 0.0, is no KL); docs/CONFIG.md"
+            f"note: algorithm.kl_beta={algorithm.get('kl_beta')!r}: the KL {term} is on and its coefficient left "
+            "out, so SkyRL's default applies (rLLM's kl_beta default, 0.0, is no KL); docs/CONFIG.md"
         ]
     skyrl_vocabulary = any(k.startswith(ALGORITHM) for k in explicit)
     if skyrl_vocabulary and not _named(explicit, USE_KL):

@@ -97,7 +97,7 @@ RESOLVER_READS: dict[str, tuple[str, ...]] = {
         _ENGINE + "data_parallel_size",
     ),
     CPUS_PER_TASK: NODE_GPUS_KEYS,
-    KL_BETA: ("algorithm.use_kl_loss",),
+    KL_BETA: ("algorithm.use_kl_loss", "skyrl.train.trainer.algorithm.use_kl_in_reward"),
     MINI_BATCH: (
         "data.train_batch_size",
         "rollout.n",
@@ -159,9 +159,11 @@ def _cpus_per_task(preferred: int, *, _root_: DictConfig) -> int:
 
 
 def _kl_beta(*, _root_: DictConfig) -> float:
-    """algorithm.kl_beta when the user leaves it: rLLM's 0.0 (no KL), SkyRL's 0.001 once the
-    KL loss is turned on (algorithm.use_kl_loss, or SkyRL's own name for it)."""
-    return 0.001 if bool(_root_.algorithm.use_kl_loss) else 0.0
+    """algorithm.kl_beta when the user leaves it: rLLM's 0.0 (no KL), SkyRL's 0.001 once a KL term
+    is turned on (algorithm.use_kl_loss or SkyRL's own name for it; SkyRL's use_kl_in_reward, whose
+    initial coefficient kl_loss_coef is)."""
+    in_reward = OmegaConf.select(_root_, "skyrl.train.trainer.algorithm.use_kl_in_reward", default=False)
+    return 0.001 if bool(_root_.algorithm.use_kl_loss) or bool(in_reward) else 0.0
 
 
 def register() -> None:

@@ -289,10 +289,11 @@ CROSS_RULES: tuple[CrossRule, ...] = (
         "algorithm.use_kl_loss=true needs algorithm.kl_beta > 0",
     ),
     CrossRule(
-        ("algorithm.kl_beta", "algorithm.use_kl_loss"),
-        lambda beta, use_kl: use_kl or beta == 0,
-        "algorithm.kl_beta > 0 applies a KL loss only with algorithm.use_kl_loss=true (rLLM on verl turns "
-        "it on by kl_beta alone): add algorithm.use_kl_loss=true",
+        ("algorithm.kl_beta", "algorithm.use_kl_loss", "skyrl.train.trainer.algorithm.use_kl_in_reward"),
+        lambda beta, use_kl, in_reward: use_kl or in_reward or beta == 0,
+        "algorithm.kl_beta > 0 applies a KL term only with algorithm.use_kl_loss=true (or SkyRL's "
+        "trainer.algorithm.use_kl_in_reward=true, whose initial coefficient it is; rLLM on verl turns the "
+        "loss on by kl_beta alone): add algorithm.use_kl_loss=true",
     ),
     CrossRule(
         ("resources.gpus_per_node", "skyrl.engine"),

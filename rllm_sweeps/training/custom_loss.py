@@ -28,10 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from rllm_sweeps.keymap import NATIVE_LOSS_NAMES
 from rllm_sweeps.training.datums import Datum
-
-# The loop's spelling of a loss -> SkyRL's registry name, where they differ (keymap's _LOSSES).
-SKYRL_NAMES = {"ppo": "regular"}
+from rllm_sweeps.training.settings import LoopSettings
 
 
 @dataclass(frozen=True)
@@ -47,14 +46,37 @@ def skyrl_loss_function(name: str) -> Any:
     """SkyRL's policy loss function registered as ``name`` (the loop's spelling or SkyRL's)."""
     from skyrl.backends.skyrl_train.utils.ppo_utils import PolicyLossRegistry
 
-    return PolicyLossRegistry.get(SKYRL_NAMES.get(name, name))
+    return PolicyLossRegistry.get(NATIVE_LOSS_NAMES.get(name, name))
+
+
+def algorithm_config(settings: LoopSettings) -> Any:
+    """SkyRL's ``AlgorithmConfig`` of the job (``skyrl.train.trainer.algorithm``), with the loss and
+    the clip range the loop's settings say (a schedule may change them between steps)."""
+    from dataclasses import fields
+
+    from skyrl.train.config.config import AlgorithmConfig, build_nested_dataclass
+
+    s = settings
+    known = {f.name for f in fields(AlgorithmConfig)}
+    # The tree also holds keys SkyRL's examples add to it (DAPO's overlong_buffer_*): not its fields.
+    raw = {k: v for k, v in (s.skyrl_algorithm or {}).items() if k in known}
+    raw["policy_loss_type"] = NATIVE_LOSS_NAMES.get(s.loss_fn, s.loss_fn)
+    raw["eps_clip_low"] = s.eps_clip
+    raw["eps_clip_high"] = s.eps_clip if s.eps_clip_high is None else s.eps_clip_high
+    return build_nested_dataclass(AlgorithmConfig, raw)
 
 
 def custom_loss_step(
-    datums: Sequence[Datum], current: Sequence[Sequence[float]], algorithm: Any, loss_fn: Any
+    datums: Sequence[Datum],
+    current: Sequence[Sequence[float]],
+    algorithm: Any,
+    loss_fn: Any,
+    backend_reduction: str = "seq-mean-token-mean",
 ) -> CustomLossStep:
     """Steps 2-3 above for ``datums`` (advantages already scaled for a token-sum reduction) whose
-    targets have the log-probabilities ``current`` under the policy being trained."""
+    targets have the log-probabilities ``current`` under the policy being trained.
+    ``backend_reduction``: how the backend reduces the returned datums' token losses
+    (rllm_sweeps.engines.EngineTraits)."""
     import torch
 
     b = len(datums)
@@ -69,15 +91,18 @@ def custom_loss_step(
     logprobs = padded(current).requires_grad_(True)
     old = padded([d.logprobs for d in datums])
     mask = padded([d.weights for d in datums])
-    loss, metrics = loss_fn(logprobs, old, padded([d.advantages for d in datums]), algorithm, mask, rollout_logprobs=old)
+    loss, metrics = loss_fn(
+        logprobs, old, padded([d.advantages for d in datums]), algorithm, mask, rollout_logprobs=old
+    )
     loss.backward()
     grad = logprobs.grad.numpy()
     out = []
     for i, d in enumerate(datums):
         n = max(float(sum(d.weights)), 1.0)
-        advantages = [float(-grad[i, t] * b * n) if d.weights[t] > 0 else 0.0 for t in range(len(d.targets))]
+        undo = 1.0 if backend_reduction == "token-sum" else b * n
+        advantages = [float(-grad[i, t] * undo) if d.weights[t] > 0 else 0.0 for t in range(len(d.targets))]
         out.append(replace(d, logprobs=[float(x) for x in current[i]], advantages=advantages))
     return CustomLossStep(out, float(loss.detach()), {k: float(v) for k, v in metrics.items()})
 
 
-__all__ = ["SKYRL_NAMES", "CustomLossStep", "custom_loss_step", "skyrl_loss_function"]
+__all__ = ["CustomLossStep", "algorithm_config", "custom_loss_step", "skyrl_loss_function"]

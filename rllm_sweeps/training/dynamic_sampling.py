@@ -32,11 +32,17 @@ ROW_KEY = "rllm_row"  # the extra GeneratorOutput column: a row's index in Dynam
 class SampledBatch:
     """What dynamic sampling leaves to train on, and what it took."""
 
-    groups: dict[GroupKey, list[Trajectory]]
-    episodes: list[Episode]  # the episodes with a trajectory in ``groups``
+    groups: dict[GroupKey, list[Trajectory]]  # what the step trains on
+    rolled_out: list[Episode]  # every episode the step rolled out
+    epoch: int  # the data epoch of the step's last prompt batch
     sample_batches: int  # prompt batches rolled out for this step
     kept_groups: int  # prompts kept (with ``replace``: those with a signal)
     dropped_groups: int  # prompts dropped or replaced for having no signal
+
+    @classmethod
+    def whole(cls, episodes: list[Episode], groups: dict[GroupKey, list[Trajectory]], epoch: int) -> SampledBatch:
+        """One prompt batch, all of it kept (no dynamic sampling)."""
+        return cls(groups, episodes, epoch, 1, len({key[0] for key in groups}), 0)
 
 
 @dataclass
@@ -44,7 +50,7 @@ class DynamicSampler:
     """Feed it each rolled-out batch (:meth:`add`) until it says it has enough; then :meth:`result`."""
 
     settings: LoopSettings
-    seed: int  # this step's seed for ``replace``'s draws
+    seed: tuple[int, ...]  # this step's seed for ``replace``'s draws
     _rows: list[tuple[Episode, Trajectory]] = field(default_factory=list)
     _state: dict | None = None
     _batches: int = 0
@@ -73,7 +79,7 @@ class DynamicSampler:
             self._state = {"sample_batch_count": 1}
         else:
             self._state["sample_batch_count"] += 1
-        with _numpy_seeded([self.seed, self._batches]):
+        with _numpy_seeded([*self.seed, self._batches]):
             kept, kept_uids, keep_sampling, state = handle_dynamic_sampling(output, uids, config, self._state)
         self._dropped += _no_signal(uids, output["rewards"])
         if keep_sampling:
@@ -90,19 +96,18 @@ class DynamicSampler:
         self._final = (list(kept[ROW_KEY]), kept_uids)
         return False
 
-    def result(self) -> SampledBatch:
+    def result(self, rolled_out: list[Episode], epoch: int) -> SampledBatch:
+        """What to train on, once :meth:`add` said it has enough (``rolled_out``: every batch's
+        episodes; ``epoch``: the last batch's)."""
         assert self._final is not None, "add() batches until it returns False"
         rows, uids = self._final
         groups: dict[GroupKey, list[Trajectory]] = {}
-        episodes: dict[int, Episode] = {}
         for row, uid in zip(rows, uids, strict=True):
-            episode, traj = self._rows[row]
+            _, traj = self._rows[row]
             # ``replace`` gives a bad prompt's rows a good prompt's trajectories and uid: they join
             # that prompt's group, as in SkyRL.
             groups.setdefault((int(uid), traj.role), []).append(traj)
-            episodes.setdefault(id(episode), episode)
-        kept = len(set(uids))
-        return SampledBatch(groups, list(episodes.values()), self._batches, kept, self._dropped)
+        return SampledBatch(groups, rolled_out, epoch, self._batches, len(set(uids)), self._dropped)
 
 
 def _no_signal(uids: Sequence[str], rewards: Sequence[float]) -> int:

@@ -100,7 +100,7 @@ def make_jax_backend(
     from skyrl.backends.jax import JaxBackend, JaxBackendConfig
 
     if max_lora_adapters is None:
-        max_lora_adapters = 3 if settings.kl_active else 2
+        max_lora_adapters = 3 if settings.needs_reference else 2
     if train_micro_batch_size is None:
         train_micro_batch_size = default_micro_batch(settings)
     if sample_max_num_sequences is None:

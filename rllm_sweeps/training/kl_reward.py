@@ -22,35 +22,36 @@ from rllm_sweeps.training.settings import LoopSettings
 
 @dataclass(frozen=True)
 class RewardKL:
-    """One step's KL penalty: per trajectory (by the order given), and SkyRL's metrics of it."""
+    """One step's KL penalty per trajectory, and SkyRL's metrics of it."""
 
-    penalties: list[float]  # coef x summed KL of each trajectory's tokens
+    penalties: dict[int, float]  # by the trajectory's key: coef x the summed KL of its tokens
     avg_kl: float  # mean over trajectories of their mean token KL
     avg_kl_max: float  # mean over trajectories of their largest |token KL|
     coef: float  # the coefficient used
 
 
 def kl_controller(settings: LoopSettings, value: float | None = None):
-    """SkyRL's controller for ``kl_ctrl`` (``value``: a resumed run's coefficient)."""
+    """SkyRL's controller for ``kl_ctrl`` (``value``: the adaptive one's coefficient so far)."""
     from skyrl.backends.skyrl_train.utils.ppo_utils import AdaptiveKLController, FixedKLController
 
     s = settings
-    if s.kl_ctrl_type == "adaptive":
-        controller = AdaptiveKLController(s.kl_beta, s.kl_ctrl_target, s.kl_ctrl_horizon)
-    else:
-        controller = FixedKLController(s.kl_beta)
-    if value is not None:
+    if s.kl_ctrl_type != "adaptive":
+        return FixedKLController(s.kl_beta)
+    controller = AdaptiveKLController(s.kl_beta, s.kl_ctrl_target, s.kl_ctrl_horizon)
+    if value is not None:  # where it got to (the trainer state keeps it across steps and resumes)
         controller.value = value
     return controller
 
 
 def reward_kl(
+    keys: Sequence[int],
     datums_per_trajectory: Sequence[Sequence[Datum]],
     ref_logprobs_per_trajectory: Sequence[Sequence[Sequence[float]]],
     estimator: str,
     coef: float,
 ) -> RewardKL:
-    """The penalty of each trajectory, from its datums' sampler log-probs and the reference's."""
+    """The penalty of each trajectory (``keys[i]``: the i-th one's key, the loop uses its ``id()``),
+    from its datums' sampler log-probs and the reference's."""
     import torch
     from skyrl.backends.skyrl_train.utils.ppo_utils import compute_approx_kl
 
@@ -69,7 +70,12 @@ def reward_kl(
         penalties.append(float(kl_all.sum()) * max(0.0, coef))
         means.append(float(kl_all.mean()) if kl_all.size else 0.0)
         maxima.append(float(np.abs(kl_all).max()) if kl_all.size else 0.0)
-    return RewardKL(penalties, float(np.mean(means)) if means else 0.0, float(np.mean(maxima)) if maxima else 0.0, coef)
+    return RewardKL(
+        dict(zip(keys, penalties, strict=True)),
+        float(np.mean(means)) if means else 0.0,
+        float(np.mean(maxima)) if maxima else 0.0,
+        coef,
+    )
 
 
 __all__ = ["RewardKL", "kl_controller", "reward_kl"]

@@ -68,7 +68,9 @@ def shape_rewards(groups: Mapping[GroupKey, list[Trajectory]], settings: LoopSet
     if s.overlong_buffer_len is not None:
         for t in {id(t): t for t in trajectories}.values():  # once each (``replace`` repeats some)
             longest = max((len(step.response_ids) for step in t.steps), default=0)
-            penalty = overlong_penalty(longest, s.max_response_length, s.overlong_buffer_len, s.overlong_buffer_penalty_factor)
+            penalty = overlong_penalty(
+                longest, s.max_response_length, s.overlong_buffer_len, s.overlong_buffer_penalty_factor
+            )
             if penalty:
                 t.reward += penalty
                 penalized += 1

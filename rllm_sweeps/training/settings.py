@@ -72,6 +72,9 @@ CONFIG_KEYS: dict[str, str] = {
     "overlong_buffer_penalty_factor": "skyrl.train.trainer.algorithm.overlong_buffer_penalty_factor",
 }
 
+# SkyRL's AlgorithmConfig in the composed config (read whole: see LoopSettings.skyrl_algorithm)
+ALGORITHM_TREE = "skyrl.train.trainer.algorithm"
+
 
 @dataclass(frozen=True)
 class LoopSettings:
@@ -139,6 +142,9 @@ class LoopSettings:
     advantage_batch_normalize: bool = False  # advantages normalized over the whole batch's tokens
     overlong_buffer_len: int | None = None  # DAPO: the last N tokens of the length limit are penalized
     overlong_buffer_penalty_factor: float = 1.0
+    # skyrl.train.trainer.algorithm as plain data: the parameters of SkyRL's policy losses that the
+    # loop computes itself (training/custom_loss.py; None: a bare config, SkyRL's defaults)
+    skyrl_algorithm: dict | None = None
 
     @classmethod
     def from_config(cls, cfg: Any) -> LoopSettings:
@@ -155,6 +161,9 @@ class LoopSettings:
                 continue  # no SkyRL tree (a bare config, as bench/gpu_loop.py's): the field's default
             values[name] = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
         values["adam_betas"] = tuple(values["adam_betas"])
+        algorithm = OmegaConf.select(cfg, ALGORITHM_TREE, default=None)
+        if algorithm is not None:
+            values["skyrl_algorithm"] = OmegaConf.to_container(algorithm, resolve=True)
         return cls(**values)
 
     # -- derived ------------------------------------------------------------------
@@ -162,6 +171,11 @@ class LoopSettings:
     def kl_active(self) -> bool:
         """KL to the base model is applied only with ``use_kl_loss`` and ``kl_beta > 0``."""
         return self.use_kl_loss and self.kl_beta > 0
+
+    @property
+    def needs_reference(self) -> bool:
+        """The base model's log-probs are needed: a KL loss or SkyRL's KL in the reward."""
+        return self.kl_active or self.use_kl_in_reward
 
     @property
     def clip_low_threshold(self) -> float:
@@ -198,4 +212,4 @@ class LoopSettings:
         return self.lr
 
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "skyrl_algorithm"}
