@@ -33,13 +33,29 @@ GPU_TRAINER = ("fsdp", "megatron")
 TRAIN_PREFIX = "skyrl.train."
 JAX_PREFIX = "skyrl.jax."
 
+@dataclass(frozen=True)
+class NotRead:
+    """A common key some engines cannot honour (``only_with``: only when that setting is on)."""
+
+    engines: tuple[str, ...]
+    why: str
+    only_with: str | None = None
+
+    def refuses(self, plain: dict[str, Any]) -> bool:
+        engine = _get(plain, "skyrl.engine")
+        return engine in self.engines and (self.only_with is None or bool(_get(plain, self.only_with)))
+
+
 # Common keys that some engine cannot honour, with the reason (every other common key is read
 # by the loop or the job on every engine).
-NOT_READ: dict[str, tuple[tuple[str, ...], str]] = {
-    "trainer.max_grad_norm": (("jax",), "SkyRL's JAX backend has no gradient clipping"),
-    "trainer.adam_eps": (
-        GPU_TRAINER,
-        "SkyRL's trainer builds AdamW with torch's eps (1e-8) and takes only the lr at each step",
+NOT_READ: dict[str, NotRead] = {
+    # In-process, the JAX engine clips (training/jax_backend.py); RayJaxBackend's worker processes
+    # build SkyRL's own unclipped AdamW.
+    "trainer.max_grad_norm": NotRead(
+        ("jax",), "SkyRL's RayJaxBackend (skyrl.jax.use_ray) has no gradient clipping", "skyrl.jax.use_ray"
+    ),
+    "trainer.adam_eps": NotRead(
+        GPU_TRAINER, "SkyRL's trainer builds AdamW with torch's eps (1e-8) and takes only the lr at each step"
     ),
 }
 
@@ -137,9 +153,8 @@ def readers(key: str) -> tuple[str, ...]:
             return ENGINES
         rel = key.removeprefix(TRAIN_PREFIX)
         return GPU_TRAINER if rel.startswith(GPU_TRAINER_SUBTREES) and rel not in ppo_loop_only() else ()
-    if key in NOT_READ:
-        engines, _ = NOT_READ[key]
-        return tuple(e for e in ENGINES if e not in engines)
+    if key in NOT_READ and NOT_READ[key].only_with is None:
+        return tuple(e for e in ENGINES if e not in NOT_READ[key].engines)
     return ENGINES
 
 
@@ -189,11 +204,9 @@ def judged_settings(plain: dict[str, Any], explicit: Iterable[str] = ()) -> Iter
     """Every set native setting (and common key some engine cannot honour) with its effect in `plain`."""
     from rllm_sweeps.config.setting_effect import READ, refused, setting_effect
 
-    engine = _get(plain, "skyrl.engine")
     for key, value, named in set_keys(plain, explicit):
         if key in NOT_READ:
-            engines, why = NOT_READ[key]
-            effect = refused(why) if engine in engines else READ
+            effect = refused(NOT_READ[key].why) if NOT_READ[key].refuses(plain) else READ
         else:
             effect = setting_effect(key, value, plain)
         yield JudgedSetting(key, value, named, effect)
@@ -319,6 +332,7 @@ __all__ = [
     "ENGINES",
     "GPU_TRAINER",
     "NOT_READ",
+    "NotRead",
     "EngineTraits",
     "engine_checks_read",
     "engine_issues",

@@ -67,6 +67,19 @@ def make_trainer(backend_and_tokenizer, tmp_path_factory):
     return make
 
 
+def record_samples(t: RLTrainer) -> list:
+    """What each of ``t``'s steps samples and keeps (its SampledBatch), appended as the step runs."""
+    seen: list = []
+    original = t._sample
+
+    def recording(step, timer):
+        seen.append(original(step, timer))
+        return seen[-1]
+
+    t._sample = recording
+    return seen
+
+
 @pytest.fixture(scope="module")
 def plain(make_trainer) -> dict:
     """Step 1 of the run without any of the settings: what each setting's run is compared with."""
@@ -86,20 +99,12 @@ def test_update_epochs_per_batch_2_makes_two_optimizer_passes_over_each_batch(ma
 @pytest.mark.slow
 def test_dynamic_sampling_filter_drops_groups_whose_rewards_are_all_equal_and_refills_the_batch(make_trainer, plain):
     dapo = make_trainer(ALGORITHM + "dynamic_sampling.type=filter")
-    kept: list[dict] = []
-    original = dapo._sample
-
-    def spy(step, timer):
-        sampled = original(step, timer)
-        kept.append(sampled.groups)
-        return sampled
-
-    dapo._sample = spy
+    kept = record_samples(dapo)
     p, d = plain, dapo.train_step()
     assert p["frac_groups_all_equal"] > 0  # the first batch has prompts without a signal
     assert d["dynamic_sampling_batches"] >= 2 and d["dynamic_sampling_dropped_groups"] >= 1
     assert dapo.state.extra_batches == d["dynamic_sampling_batches"] - 1  # the data position moved on
-    groups = kept[0]
+    groups = kept[0].groups
     assert len(groups) == 4 == d["dynamic_sampling_kept_groups"]  # refilled to data.train_batch_size prompts
     assert all(len({t.reward for t in g}) > 1 for g in groups.values())
     assert d["frac_groups_all_equal"] == 0.0
@@ -305,3 +310,34 @@ def test_the_custom_route_gives_the_backend_the_gradient_of_skyrls_loss():
     loss.backward()
     for i, g in enumerate(grads):
         assert g.grad.numpy() == pytest.approx(ref.grad[i, : len(current[i])].numpy(), abs=1e-9)
+
+
+@pytest.mark.slow
+def test_max_grad_norm_clips_the_gradient_before_adamw_on_the_jax_engine(backend_and_tokenizer, make_trainer):
+    """The JAX engine's optimizer clips to trainer.max_grad_norm (optax's clip, then AdamW): with a
+    clip far below the gradient's norm, AdamW's eps dominates and the policy barely moves."""
+    from rllm_sweeps.training.datums import mini_batch_datums
+    from rllm_sweeps.training.episodes import assign_advantages
+
+    backend, _ = backend_and_tokenizer
+    wide, narrow = make_trainer("trainer.lr=0.01"), make_trainer("trainer.lr=0.01")
+    assert wide.settings.max_grad_norm == 1.0
+    for t in (wide, narrow):
+        t.setup()
+        assert float(backend.optimizers[t.policy.model_id].opt_state.hyperparams["max_norm"][...]) == 1.0
+    backend.optimizers[narrow.policy.model_id].opt_state.hyperparams["max_norm"][...] = 1e-10
+    moved = {}
+    for name, t in (("wide", wide), ("narrow", narrow)):
+        sampled = record_samples(t)
+        assert t.train_step()["grad_norm"] > 1e-3  # reported before the clip
+        datums = mini_batch_datums(assign_advantages(sampled[0].groups, "grpo"))
+        after = t.policy.current_logprobs(datums)
+        moved[name] = np.mean(
+            [
+                abs(a - b)
+                for d, row in zip(datums, after, strict=True)
+                for a, b, w in zip(d.logprobs, row, d.weights, strict=True)
+                if w
+            ]
+        )
+    assert moved["narrow"] < 0.1 * moved["wide"]

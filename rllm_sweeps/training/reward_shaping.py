@@ -2,8 +2,9 @@
 
 In SkyRL's order (skyrl/train/trainer.py):
 
-1. overlong filtering (``generator.apply_overlong_filtering``): a trajectory whose last response
-   was cut at the length limit carries no loss (SkyRL's ``apply_overlong_filtering``);
+1. overlong filtering (``rllm.mask_truncated_samples``, SkyRL's generator setting of the same
+   meaning): a trajectory whose last response was cut at the length limit carries no loss (SkyRL's
+   ``apply_overlong_filtering``);
 2. DAPO's overlong buffer penalty (``trainer.algorithm.overlong_buffer_len`` and
    ``overlong_buffer_penalty_factor``, the settings SkyRL's DAPO example adds): a response longer
    than ``max_response_length - overlong_buffer_len`` loses ``factor x excess / buffer_len``
