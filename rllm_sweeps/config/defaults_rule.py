@@ -1,5 +1,9 @@
 """Where SkyRL's default and rLLM's differ, one rule decides (docs/CONFIG.md, "Differing defaults").
 
+The length of training: the embedded default trains ``trainer.total_batches=30`` steps (the tiny default
+task's); SkyRL's scripts and rLLM's name their ``epochs`` instead. The rule: a job that names its epochs and
+not its steps trains its epochs (``total_batches`` becomes null; :func:`apply_default_rules`), saying so.
+
 The KL loss: SkyRL's AlgorithmConfig turns it on (``use_kl_loss=true``, ``kl_loss_coef=0.001``); rLLM's
 ``kl_beta`` is ``0.0`` (no KL). The rule: **off unless turned on** (rLLM's default, which is also what
 SkyRL's own Tinker-mode builder does); once turned on, by either name, a coefficient left out is
@@ -14,6 +18,8 @@ from collections.abc import Iterable
 from typing import Any
 
 ALGORITHM = "skyrl.train.trainer.algorithm."
+EPOCHS = ("trainer.total_epochs", "skyrl.train.trainer.epochs")
+STEPS = ("trainer.total_batches", "skyrl.train.trainer.max_training_steps")
 USE_KL = ("algorithm.use_kl_loss", ALGORITHM + "use_kl_loss")
 COEF = ("algorithm.kl_beta", ALGORITHM + "kl_loss_coef")
 
@@ -22,9 +28,31 @@ def _named(explicit: set[str], keys: Iterable[str]) -> bool:
     return any(k in explicit for k in keys)
 
 
-def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[str]:
-    """The note of a job whose KL loss is decided by the rule (none for one that sets it fully)."""
+def epochs_decide(explicit: Iterable[str]) -> bool:
     explicit = set(explicit)
+    return _named(explicit, EPOCHS) and not _named(explicit, STEPS)
+
+
+def apply_default_rules(cfg: Any, explicit: Iterable[str]) -> None:
+    """The rules that change a value (in place, before validation): the length of training."""
+    if epochs_decide(explicit):
+        cfg.trainer.total_batches = None
+
+
+def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[str]:
+    """The notes of a job whose length or KL is decided by a rule (none for one that sets them fully)."""
+    explicit = set(explicit)
+    notes = []
+    if epochs_decide(explicit):
+        epochs = (plain.get("trainer") or {}).get("total_epochs")
+        notes.append(
+            f"note: trainer.total_batches=None: trainer.total_epochs={epochs!r} is set and the steps are not, so the "
+            "epochs decide (the embedded default's 30 steps are for its tiny task); docs/CONFIG.md"
+        )
+    return notes + _kl_notes(plain, explicit)
+
+
+def _kl_notes(plain: dict[str, Any], explicit: set[str]) -> list[str]:
     algorithm = plain.get("algorithm") or {}
     skyrl_algorithm = ((plain.get("skyrl") or {}).get("train") or {}).get("trainer", {}).get("algorithm") or {}
     term = (
@@ -44,4 +72,4 @@ def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[s
     return []
 
 
-__all__ = ["default_rule_notes"]
+__all__ = ["apply_default_rules", "default_rule_notes"]

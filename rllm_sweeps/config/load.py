@@ -67,8 +67,11 @@ def finalize(
 ) -> DictConfig:
     """Reconcile common/native names and validate (unless `check` is False: the same overrides
     were validated already in this process), in place. Raises ConfigError."""
+    from rllm_sweeps.config.defaults_rule import apply_default_rules
+
     explicit = parse_overrides(overrides).explicit_keys
     result = reconcile(cfg, explicit)
+    apply_default_rules(cfg, explicit)
     issues = [ConfigIssue(c.split("=", 1)[0], c) for c in result.conflicts]
     if check:
         # Every problem at once: a conflict's keys aside (which of their values counts is the question).
