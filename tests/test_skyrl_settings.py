@@ -341,3 +341,12 @@ def test_max_grad_norm_clips_the_gradient_before_adamw_on_the_jax_engine(backend
             ]
         )
     assert moved["narrow"] < 0.1 * moved["wide"]
+
+
+def test_the_checkpoint_keeps_dynamic_samplings_data_position_and_the_kl_coefficient():
+    from rllm_sweeps.training.checkpoints import TrainerState
+
+    state = TrainerState(step=3, extra_batches=5, kl_coef=0.0009)
+    again = TrainerState.from_dict(state.to_dict())
+    assert (again.step, again.extra_batches, again.kl_coef) == (3, 5, 0.0009)
+    assert TrainerState.from_dict({"step": 2}).extra_batches == 0  # a checkpoint written before them

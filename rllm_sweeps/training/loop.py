@@ -11,22 +11,28 @@ environments, solver-judge). One training step, top to bottom (:meth:`RLTrainer.
    SkyRL's ``generator.sampling_params.top_k``, stopping at the tokenizer's end-of-turn token;
    the sampler returns the sampled tokens' logprobs);
 3. the workflow sets each trajectory's reward (the task's reward function, or the environment's);
-   an episode that raised is recorded with its termination reason and not trained on;
-4. trajectories are grouped by (task, role) across the episodes of a prompt; one advantage per
-   trajectory from its group (``algorithm.adv_estimator``, or the role's in
-   ``workflow.role_estimators``; episodes.py), broadcast over the policy's tokens; with
-   ``algorithm.use_kl_loss`` and ``kl_beta > 0``, minus ``kl_beta`` x the
-   per-token log-ratio of the sampling policy to the base model (a KL penalty
-   folded into the advantage, as Tinker does; the base model is an untrained
-   second LoRA adapter, one extra ``backend.forward`` per mini batch; datums.py);
-5. ``data.train_batch_size / trainer.mini_batch_size`` optimizer steps over the trajectories
-   (whole groups for the single-turn workflow), each ``backend.forward_backward`` (loss only on
-   the policy's own tokens: prompts and environment observations are masked) with loss
-   ``algorithm.loss_fn`` (``ppo``: clip
+   an episode that raised is recorded with its termination reason and not trained on; with SkyRL's
+   ``dynamic_sampling`` (``filter``, ``replace``), further prompt batches are rolled out until
+   enough prompts have a reward signal (SkyRL's own ``handle_dynamic_sampling``; dynamic_sampling.py);
+4. SkyRL's reward shaping (reward_shaping.py: overlong filtering, DAPO's overlong buffer penalty,
+   the zero-variance filter) and, with ``use_kl_in_reward``, its KL penalty in the reward
+   (kl_reward.py: the reference's log-probs, SkyRL's KL estimator and controller); trajectories
+   are grouped by (task, role) across the episodes of a prompt; one advantage per trajectory from
+   its group (``algorithm.adv_estimator``, or the role's in ``workflow.role_estimators``;
+   episodes.py; batch-normalized with ``advantage_batch_normalize``), broadcast over the policy's
+   tokens; with ``algorithm.use_kl_loss`` and ``kl_beta > 0``, minus ``kl_beta`` x the per-token
+   log-ratio of the sampling policy to the base model (a KL penalty folded into the advantage, as
+   Tinker does; the base model is an untrained second LoRA adapter, one extra
+   ``backend.forward`` per mini batch; datums.py);
+5. ``update_epochs_per_batch`` passes, each of ``data.train_batch_size / trainer.mini_batch_size``
+   optimizer steps over the trajectories that carry loss (whole groups for the single-turn
+   workflow), each ``backend.forward_backward`` (loss only on the policy's own tokens: prompts and
+   environment observations are masked) with loss ``algorithm.loss_fn`` (``ppo``: clip
    ``1 - eps_clip`` .. ``1 + eps_clip_high``; ``cispo``: SkyRL's CISPO clip range;
-   ``importance_sampling``; on SkyRL's GPU trainer any SkyRL policy loss, with
-   its parameters from ``skyrl.train``), reduced as ``algorithm.loss_agg_mode`` says (datums.py),
-   then ``backend.optim_step`` (Adam with ``trainer.lr`` at this step's schedule, betas, weight decay);
+   ``importance_sampling``; any other SkyRL policy loss: SkyRL's GPU trainer computes it, on the JAX
+   engine the loop does, as a custom loss, custom_loss.py), reduced as ``algorithm.loss_agg_mode``
+   says (datums.py), then ``backend.optim_step`` (Adam with ``trainer.lr`` at this step's
+   schedule, betas, weight decay; the JAX engine clips to ``trainer.max_grad_norm`` first);
 6. ``backend.save_sampler_checkpoint``: the sampler uses the new weights next (only where the
    weights move: SkyRL's JAX backends sample from the adapter they train, published once).
 
