@@ -11,9 +11,9 @@ Every engine trains with the same loop (training/loop.py) through SkyRL's Abstra
   composed ``skyrl.train`` tree (training/skyrl_train.py), plus the common keys.
 
 A key is *set* when the user named it (command line, sweep file, sweep dimension) or when its
-value differs from its default. A set key that the chosen engine does not read is an error
-that names the key, the engine and the engines that do read it: a sweep over such a key would
-otherwise run identical jobs.
+value differs from its default. Whether a set setting changes what runs is config/setting_effect.py's
+rule: refused only when what runs would differ from what SkyRL does with it, accepted with one note
+when SkyRL itself would ignore it there (a sweep over such a setting still fails: identical jobs).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.native import leaves, skyrl_train_defaults
+from rllm_sweeps.config.setting_effect import Effect, loop_native_keys, ppo_loop_only
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
 
 ENGINES = ("jax", "fsdp", "megatron")
@@ -32,18 +33,44 @@ GPU_TRAINER = ("fsdp", "megatron")
 TRAIN_PREFIX = "skyrl.train."
 JAX_PREFIX = "skyrl.jax."
 
+@dataclass(frozen=True)
+class NotRead:
+    """A common key some engines cannot honour (``only_with``: only when that setting is on)."""
+
+    engines: tuple[str, ...]
+    why: str
+    only_with: str | None = None
+
+    def refuses(self, plain: dict[str, Any]) -> bool:
+        engine = _get(plain, "skyrl.engine")
+        return engine in self.engines and (self.only_with is None or bool(_get(plain, self.only_with)))
+
+
 # Common keys that some engine cannot honour, with the reason (every other common key is read
 # by the loop or the job on every engine).
-NOT_READ: dict[str, tuple[tuple[str, ...], str]] = {
-    "trainer.max_grad_norm": (("jax",), "SkyRL's JAX backend has no gradient clipping"),
-    "trainer.adam_eps": (
-        GPU_TRAINER,
-        "SkyRL's trainer builds AdamW with torch's eps (1e-8) and takes only the lr at each step",
+NOT_READ: dict[str, NotRead] = {
+    # In-process, the JAX engine clips (training/jax_backend.py); RayJaxBackend's worker processes
+    # build SkyRL's own unclipped AdamW.
+    "trainer.max_grad_norm": NotRead(
+        ("jax",), "SkyRL's RayJaxBackend (skyrl.jax.use_ray) has no gradient clipping", "skyrl.jax.use_ray"
+    ),
+    "trainer.adam_eps": NotRead(
+        GPU_TRAINER, "SkyRL's trainer builds AdamW with torch's eps (1e-8) and takes only the lr at each step"
     ),
 }
 
 # The common keys engine_issues() reads besides skyrl.* (a cache of its answers keys on them).
-ENGINE_COMMON_KEYS = ("skyrl.engine", "algorithm.loss_fn", *NOT_READ)
+ENGINE_COMMON_KEYS = (
+    "skyrl.engine",
+    "algorithm.loss_fn",
+    "algorithm.adv_estimator",  # setting_effect.py: critic settings
+    "algorithm.use_kl_loss",  # reference-model and KL settings
+    "algorithm.loss_agg_mode",  # seq-mean-token-sum-norm's constant
+    "model.path",  # the KL's reference model
+    "data.train_files",  # environment.* is read with a dataset by path
+    "rllm",  # rLLM's settings
+    *NOT_READ,
+)
 
 # What SkyRL's Tinker-mode builder (_build_skyrl_train_config) sets whatever the overrides say,
 # relative to skyrl.train, with why the loop cannot honour another value. The policy's
@@ -79,14 +106,6 @@ def _get(tree: Any, key: str, default: Any = None) -> Any:
 
 
 @functools.cache
-def loop_native_keys() -> frozenset[str]:
-    """Native keys (full paths) the loop reads directly, besides the mapped ones."""
-    from rllm_sweeps.training.settings import CONFIG_KEYS
-
-    return frozenset(k for k in CONFIG_KEYS.values() if k.startswith(TRAIN_PREFIX))
-
-
-@functools.cache
 def _common_defaults() -> dict[str, Any]:
     """conf/config.yaml's values (no Hydra: a plain read of the one file that holds them)."""
     from omegaconf import OmegaConf
@@ -94,7 +113,10 @@ def _common_defaults() -> dict[str, Any]:
     from rllm_sweeps.config.compose import CONF_DIR
 
     tree = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
-    return {key: _get(tree, key) for key in NOT_READ}
+    rllm = {"rllm." + k: v for k, v in leaves(tree.get("rllm") or {})}  # rLLM's settings (setting_effect.py)
+    return {key: _get(tree, key) for key in NOT_READ} | {
+        k: v for k, v in rllm.items() if k not in {m.common for m in KEY_MAPPINGS}
+    }
 
 
 @functools.cache
@@ -114,64 +136,9 @@ def _train_defaults() -> dict[str, Any]:
 
 
 # Where SkyRL's Tinker-mode backend reads its tree (read in skyrl/backends/ of SkyRL 0.4.0): the
-# trainer's workers take trainer.*, the vLLM servers generator.inference_engine.*. The rest of
-# generator.*, environment.* and data.* belongs to SkyRL's own generator and PPO loop, which this
-# project's loop replaces.
+# trainer's workers take trainer.*, the vLLM servers generator.inference_engine.*. Whether a set
+# setting changes what runs in a given configuration is config/setting_effect.py's to say.
 GPU_TRAINER_SUBTREES = ("trainer.", "generator.inference_engine.")
-REPLACED_WHY = (
-    "it belongs to SkyRL's own generator and PPO loop, which this project's loop replaces: "
-    "the data and reward come from task.* or data.train_files, sampling from rollout.*; environment.* is read "
-    "with data.train_files"
-)
-# Parts of trainer.* that Tinker mode never builds: the loop creates one model, the LoRA policy
-# (SkyRLTrainBackend builds a critic only when asked for one, and no reference model at all).
-UNBUILT_MODELS: dict[str, str] = {
-    "trainer.critic.": "the loop trains no critic",
-    "trainer.placement.critic_": "the loop trains no critic",
-    "trainer.ref.": "SkyRL's trainer in Tinker mode builds no reference model (jax's KL uses the base model)",
-    "trainer.placement.ref_": "SkyRL's trainer in Tinker mode builds no reference model",
-    "trainer.placement.colocate_policy_ref": "SkyRL's trainer in Tinker mode builds no reference model",
-}
-
-
-# SkyRL's environment settings: read with a dataset by path (rllm_sweeps/data/), by every engine.
-DATA_ENVIRONMENT = TRAIN_PREFIX + "environment."
-
-PPO_LOOP_ONLY_WHY = (
-    "only SkyRL's own PPO loop reads it; its trainer in Tinker mode, which fsdp/megatron run under "
-    "this project's loop, does not"
-)
-# Flat trainer settings read by name, where a name that SkyRL's backend code never mentions
-# cannot be read there (nested configs handed on whole, e.g. megatron_config, are not judged).
-_FLAT_TRAINER_PARENTS = ("trainer", "trainer.algorithm", "trainer.algorithm.dynamic_sampling", "trainer.fully_async")
-
-
-@functools.cache
-def ppo_loop_only() -> frozenset[str]:
-    """trainer.* leaves (relative to skyrl.train) that SkyRL's Tinker-mode backend never reads:
-    derived from the installed SkyRL, whose skyrl/backends/ code never names them."""
-    import importlib.util
-    import re
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("skyrl")
-    if spec is None or spec.origin is None:
-        return frozenset()
-    names: set[str] = set()
-    for path in (Path(spec.origin).parent / "backends").rglob("*.py"):
-        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text(errors="replace")))
-    return frozenset(
-        p
-        for p, _ in leaves(skyrl_train_defaults())
-        if p.rpartition(".")[0] in _FLAT_TRAINER_PARENTS and p.rpartition(".")[2] not in names
-    )
-
-
-def _unbuilt(rel: str) -> str | None:
-    found = next((why for prefix, why in UNBUILT_MODELS.items() if rel.startswith(prefix)), None)
-    if found is None and TRAIN_PREFIX + rel not in BY_NATIVE and rel in ppo_loop_only():
-        return PPO_LOOP_ONLY_WHY
-    return found
 
 
 def readers(key: str) -> tuple[str, ...]:
@@ -185,22 +152,10 @@ def readers(key: str) -> tuple[str, ...]:
         if key in loop_native_keys():
             return ENGINES
         rel = key.removeprefix(TRAIN_PREFIX)
-        return GPU_TRAINER if rel.startswith(GPU_TRAINER_SUBTREES) and _unbuilt(rel) is None else ()
-    if key in NOT_READ:
-        engines, _ = NOT_READ[key]
-        return tuple(e for e in ENGINES if e not in engines)
+        return GPU_TRAINER if rel.startswith(GPU_TRAINER_SUBTREES) and rel not in ppo_loop_only() else ()
+    if key in NOT_READ and NOT_READ[key].only_with is None:
+        return tuple(e for e in ENGINES if e not in NOT_READ[key].engines)
     return ENGINES
-
-
-def _unread(engine: str, key: str, value: Any, why: str) -> ConfigIssue:
-    engines = readers(key)
-    if not engines:
-        return ConfigIssue(key, f"{key}={value!r} is read by no engine of this project ({why})")
-    return ConfigIssue(
-        key,
-        f"{key}={value!r} is not read by skyrl.engine={engine} ({why}); it is read by "
-        f"skyrl.engine={' or '.join(engines)}",
-    )
 
 
 def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[str, Any, bool]]:
@@ -224,7 +179,7 @@ def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[s
         if named or (rel in defaults_jax and value != defaults_jax[rel]):
             yield key, value, named
     common = _common_defaults()
-    for key in NOT_READ:
+    for key in common:
         value = _get(plain, key)
         named = key in explicit
         if named or value != common[key]:
@@ -245,33 +200,56 @@ def engine_checks_read(path: str) -> bool:
     return False
 
 
+def judged_settings(plain: dict[str, Any], explicit: Iterable[str] = ()) -> Iterator[JudgedSetting]:
+    """Every set native setting (and common key some engine cannot honour) with its effect in `plain`."""
+    from rllm_sweeps.config.setting_effect import READ, refused, setting_effect
+
+    for key, value, named in set_keys(plain, explicit):
+        if key in NOT_READ:
+            effect = refused(NOT_READ[key].why) if NOT_READ[key].refuses(plain) else READ
+        else:
+            effect = setting_effect(key, value, plain)
+        yield JudgedSetting(key, value, named, effect)
+
+
+@dataclass(frozen=True)
+class JudgedSetting:
+    key: str
+    value: Any
+    named: bool  # named by the user (command line, sweep file, sweep dimension)
+    effect: Effect
+
+
+def unused_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[str]:
+    """One note for each setting the user named that changes nothing here, saying why."""
+    from rllm_sweeps.config.setting_effect import Kind
+
+    return [
+        f"note: {j.key}={j.value!r} changes nothing here: {j.effect.why}"
+        for j in judged_settings(plain, explicit)
+        if j.named and j.effect.kind is Kind.UNUSED
+    ]
+
+
 def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[ConfigIssue]:
-    """Keys the chosen engine would not read or would see overridden, each an issue."""
+    """Settings that would make what runs differ from what SkyRL does with them, each an issue."""
+    from rllm_sweeps.config.setting_effect import Kind
+
     engine = _get(plain, "skyrl.engine")
     if engine not in ENGINES:
         return []  # rules.py reports the engine itself
-    issues = []
-    for key, value, _named in set_keys(plain, explicit):
-        if engine in readers(key) or (key.startswith(DATA_ENVIRONMENT) and _get(plain, "data.train_files") is not None):
-            continue
-        if key in NOT_READ:
-            why = NOT_READ[key][1]
-        elif not readers(key):
-            why = _unbuilt(key.removeprefix(TRAIN_PREFIX)) or REPLACED_WHY
-        elif key.startswith(TRAIN_PREFIX):
-            why = "it trains with SkyRL's JAX backend; skyrl.train.* is the tree of SkyRL's GPU trainer"
-        else:
-            why = "skyrl.jax.* configures SkyRL's JAX backend"
-        issues.append(_unread(engine, key, value, why))
+    issues = [
+        ConfigIssue(j.key, f"{j.key}={j.value!r} cannot be honoured with skyrl.engine={engine}: {j.effect.why}")
+        for j in judged_settings(plain, explicit)
+        if j.effect.kind is Kind.REFUSED
+    ]
     loss = _get(plain, "algorithm.loss_fn")
-    implemented = traits(engine).losses
-    if isinstance(loss, str) and implemented is not None and loss not in implemented:
+    known = (*jax_losses(), *skyrl_policy_losses())
+    if isinstance(loss, str) and loss not in known:
         issues.append(
             ConfigIssue(
                 "algorithm.loss_fn",
-                f"algorithm.loss_fn={loss!r} is not implemented by skyrl.engine={engine} (it has "
-                f"{', '.join(implemented)}); SkyRL's trainer (skyrl.engine=fsdp or megatron) has every "
-                "policy loss SkyRL registers (gspo, dual_clip, sapo, ...)",
+                f"algorithm.loss_fn={loss!r} is not a policy loss SkyRL has; one of: {', '.join(dict.fromkeys(known))}",
             )
         )
     if engine in GPU_TRAINER:
@@ -296,7 +274,7 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
 class EngineTraits:
     """What the loop needs to know of the engine it drives (one per engine, below)."""
 
-    losses: tuple[str, ...] | None  # policy losses it implements; None = every SkyRL policy loss
+    losses: tuple[str, ...] | None  # policy losses it computes itself; None = every SkyRL policy loss
     # How the backend reduces per-token losses (the loop scales advantages to get loss_agg_mode):
     # "seq-mean-token-mean" (SkyRL's JAX backend) or "token-sum" (SkyRL's GPU trainer: its PPO
     # loop, not the backend, applies its loss_reduction setting).
@@ -308,6 +286,11 @@ class EngineTraits:
     # (SkyRL's GPU trainer pushes them to its vLLM engines in save_sampler_checkpoint).
     sampler_shares_trained_weights: bool = False
 
+    def computes(self, loss: str) -> bool:
+        """True: the backend computes ``loss`` itself; False: the loop computes it as a custom loss
+        (training/custom_loss.py: one extra forward per mini batch)."""
+        return self.losses is None or loss in self.losses
+
 
 @functools.cache
 def jax_losses() -> tuple[str, ...]:
@@ -315,6 +298,19 @@ def jax_losses() -> tuple[str, ...]:
     from skyrl.tinker.types import LOSS_TYPES
 
     return tuple(name for name in LOSS_TYPES if name != "cross_entropy")
+
+
+@functools.cache
+def skyrl_policy_losses() -> tuple[str, ...]:
+    """Every RL policy loss SkyRL registers (its PolicyLossRegistry, less supervised cross-entropy),
+    by the loop's names: each engine trains with any of them (jax: the ones its backend lacks as
+    custom losses, training/custom_loss.py)."""
+    from skyrl.backends.skyrl_train.utils.ppo_utils import PolicyLossRegistry
+
+    from rllm_sweeps.keymap import NATIVE_LOSS_NAMES
+
+    common = {native: name for name, native in NATIVE_LOSS_NAMES.items()}
+    return tuple(common.get(n, n) for n in PolicyLossRegistry.list_available() if n != "cross_entropy")
 
 
 def traits(engine: str) -> EngineTraits:
@@ -336,10 +332,14 @@ __all__ = [
     "ENGINES",
     "GPU_TRAINER",
     "NOT_READ",
+    "NotRead",
     "EngineTraits",
     "engine_checks_read",
     "engine_issues",
+    "judged_settings",
+    "unused_notes",
     "jax_losses",
+    "skyrl_policy_losses",
     "readers",
     "traits",
 ]

@@ -205,6 +205,7 @@ def _train(
     from rllm_sweeps.training.settings import LoopSettings
     from rllm_sweeps.training.trial import TrialReporter
     from rllm_sweeps.workflows import read_workflow
+    from rllm_sweeps.workflows.episode_log import logged_if_asked
 
     settings = LoopSettings.from_config(cfg)
     plain = OmegaConf.to_container(cfg, resolve=True)
@@ -239,7 +240,7 @@ def _train(
             JobPaths(job_dir).work,
             checkpoint_dir=JobPaths(job_dir).checkpoints,
             engine=traits(str(cfg.skyrl.engine)),
-            workflow=workflow.build(task),
+            workflow=logged_if_asked(workflow.build(task), plain, job_dir),  # rllm.episode_logging
             schedule=read_schedule(job_dir),  # a PBT trial's or a replay's settings per step range
         )
         if resume_from is not None:

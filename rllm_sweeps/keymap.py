@@ -199,6 +199,11 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     ),
     KeyMapping("rollout.n", _T + "generator.n_samples_per_prompt", "samples per prompt (group size)"),
     KeyMapping("workflow.max_turns", _T + "generator.max_turns", "model turns per episode (workflows)"),
+    KeyMapping(
+        "rllm.mask_truncated_samples",
+        _T + "generator.apply_overlong_filtering",
+        "loss-mask responses cut at the length limit (DAPO's overlong filtering)",
+    ),
     KeyMapping("rollout.n_val", _T + "generator.eval_n_samples_per_prompt", "samples per validation prompt"),
     KeyMapping("rollout.train.temperature", _T + "generator.sampling_params.temperature", "sampling temperature"),
     KeyMapping(

@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from rllm_sweeps.config.compose import CONF_DIR, compose_config
 from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.load import load_config
+from rllm_sweeps.config.native import skyrl_own
 from rllm_sweeps.config.validate import validate
 from rllm_sweeps.keymap import KEY_MAPPINGS
 
@@ -36,10 +37,11 @@ def config_error(overrides: list[str]) -> str:
 
 def test_default_config_is_valid_and_builds_a_skyrl_config_that_passes_validate_cfg():
     from skyrl.train.config import SkyRLTrainConfig
+    from skyrl.train.config.config import build_nested_dataclass
     from skyrl.train.utils.utils import validate_cfg
 
     cfg = load_config([], notify=quiet)
-    native = SkyRLTrainConfig.from_dict_config(cfg.skyrl.train)
+    native = build_nested_dataclass(SkyRLTrainConfig, skyrl_own(OmegaConf.to_container(cfg.skyrl.train, resolve=True)))
     validate_cfg(native)
     assert native.trainer.policy.optimizer_config.lr == cfg.trainer.lr
 
@@ -214,28 +216,33 @@ def _shell_words(script: str) -> list[str]:
 def test_skyrl_gsm8k_example_overrides_compose_and_validate_under_skyrl_train(prefix):
     # SkyRL's own lines work with or without the skyrl.train. prefix (config/spelling.py).
     overrides = ["skyrl.engine=fsdp"] + [prefix + w for w in _shell_words(SKYRL_GSM8K_SCRIPT)]
-    # What no engine here would honour is refused by name, all at once: SkyRL's Tinker-mode
-    # trainer (what the fsdp engine runs) turns its KL loss off, and the generator settings belong
-    # to SkyRL's own PPO loop, which this project's loop replaces. The data files are read (their
-    # environment too), but the script's paths are not on this machine.
+    # Refused, all at once, each with the reason of config/setting_effect.py's rule: SkyRL's Tinker-mode
+    # trainer (what the fsdp engine runs) turns its KL loss off; the script's data files are read, but
+    # are not on this machine. What SkyRL itself ignores here (generator.batched, the critic's and the
+    # reference model's GPUs, SkyRL's working paths) is no problem: a note each, once the rest validates.
     with pytest.raises(ConfigError) as info:
         load_config(overrides, notify=quiet)
     refused = {i.key for i in info.value.issues}
-    unread = ["generator.batched"]
-    unread += ["trainer.placement.critic_num_gpus_per_node", "trainer.placement.ref_num_gpus_per_node"]
-    unread += ["trainer.update_epochs_per_batch"]  # SkyRL's own PPO loop's, not Tinker mode's
     missing = {"data.train_files", "data.val_files"}
-    assert refused == {"algorithm.use_kl_loss", *missing, *("skyrl.train." + k for k in unread)}
-    assert "turns its KL loss off" in str(info.value) and "task.*" in str(info.value)
+    assert refused == {"algorithm.use_kl_loss", *missing}
+    assert "turns its KL loss off" in str(info.value)
     assert all("no such file" in i.message for i in info.value.issues if i.key in missing)
     # Without the data (files this machine lacks), its environment goes too.
-    keys = {k.removeprefix("skyrl.train.") for k in refused} | {"data.train_data", "data.val_data"}
-    keys |= {"environment.env_class"}
-    overrides = [
-        o
-        for o in overrides
-        if o.removeprefix("skyrl.train.").split("=")[0] not in keys | {"trainer.algorithm.use_kl_loss"}
-    ]
+    keys = {"data.train_data", "data.val_data", "environment.env_class", "trainer.algorithm.use_kl_loss"}
+    overrides = [o for o in overrides if o.removeprefix("skyrl.train.").split("=")[0] not in keys]
+    notes: list[str] = []
+    load_config(overrides, notify=notes.append)
+    unused = {n.split()[1].split("=")[0] for n in notes if "changes nothing here" in n}
+    assert unused == {
+        "skyrl.train." + k
+        for k in (
+            "generator.batched",
+            "trainer.placement.critic_num_gpus_per_node",
+            "trainer.placement.ref_num_gpus_per_node",
+            "trainer.log_path",
+            "trainer.ckpt_path",
+        )
+    }, notes
     cfg = load_config(overrides, notify=quiet)
     # The common keys report what the native overrides set.
     assert cfg.data.train_batch_size == 1024
@@ -351,10 +358,13 @@ def shipped_configs() -> list[list[str]]:
 @pytest.mark.parametrize("overrides", shipped_configs(), ids=lambda o: o[0])
 def test_every_shipped_config_builds_a_skyrl_config_that_passes_validate_cfg(overrides):
     from skyrl.train.config import SkyRLTrainConfig
+    from skyrl.train.config.config import build_nested_dataclass
     from skyrl.train.utils.utils import validate_cfg
 
     cfg = load_config(overrides, notify=quiet)
-    validate_cfg(SkyRLTrainConfig.from_dict_config(cfg.skyrl.train))
+    validate_cfg(
+        build_nested_dataclass(SkyRLTrainConfig, skyrl_own(OmegaConf.to_container(cfg.skyrl.train, resolve=True)))
+    )
 
 
 def test_jax_section_holds_every_jax_backend_setting_with_skyrl_defaults_unless_noted():
@@ -433,3 +443,29 @@ def test_composition_and_validation_of_the_default_config_is_fast_after_imports(
     elapsed = time.perf_counter() - start
     assert validate(cfg) == []
     assert elapsed < 2.0, f"{elapsed:.2f}s"
+
+
+def test_where_skyrls_and_rllms_kl_defaults_differ_one_rule_decides_and_a_job_that_depends_on_it_says_so(tmp_path):
+    # config/defaults_rule.py: off unless turned on (rLLM's), then SkyRL's coefficient if left out.
+    notes: list[str] = []
+    cfg = load_config(["algorithm.use_kl_loss=true"], notify=notes.append)
+    assert cfg.algorithm.kl_beta == 0.001 and cfg.skyrl.train.trainer.algorithm.kl_loss_coef == 0.001
+    assert sum("kl_beta=0.001" in n and "SkyRL's default applies" in n for n in notes) == 1, notes
+    notes.clear()
+    cfg = load_config(["trainer.algorithm.eps_clip_high=0.3"], notify=notes.append)  # SkyRL's vocabulary
+    assert cfg.algorithm.use_kl_loss is False and cfg.algorithm.kl_beta == 0.0
+    assert sum("SkyRL's own trainer would turn it on" in n for n in notes) == 1, notes
+    for fully_set in (["algorithm.use_kl_loss=true", "algorithm.kl_beta=0.01"], ["trainer.lr=1e-3"]):
+        notes.clear()
+        load_config(fully_set, notify=notes.append)
+        assert not any("docs/CONFIG.md" in n for n in notes), notes
+    # --cfg job shows the value the rule gave.
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "--cfg", "job", "algorithm.use_kl_loss=true"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "kl_beta: 0.001" in proc.stdout

@@ -20,7 +20,7 @@ from rllm_sweeps.sweep.spec import SweepError
 pytestmark = pytest.mark.slow  # composes the real config tree through Hydra and SkyRL; some run train.py
 
 REPO = Path(__file__).resolve().parents[1]
-GSPO = "skyrl.train.trainer.algorithm.policy_loss_type=gspo"
+ENTROPY = "skyrl.train.trainer.algorithm.use_entropy_loss=true"  # SkyRL's trainer only
 
 
 # ---- the table -------------------------------------------------------------------------------
@@ -34,7 +34,6 @@ def test_every_mapped_native_key_is_read_by_the_engines_that_read_its_common_key
 
 def test_the_jax_backend_settings_are_read_by_jax_only_and_the_gpu_trainer_tree_by_fsdp_and_megatron():
     assert readers("skyrl.jax.loss_chunk_size") == ("jax",)
-    assert readers("skyrl.train.trainer.algorithm.sapo.tau_pos") == GPU_TRAINER
     assert readers("skyrl.train.generator.inference_engine.gpu_memory_utilization") == GPU_TRAINER
     # the loop reads these native keys itself, on every engine
     assert readers("skyrl.train.generator.sampling_params.top_k") == ENGINES
@@ -73,41 +72,58 @@ def test_keys_lists_the_engines_that_read_each_key_without_lambda_reprs():
 # ---- refusals --------------------------------------------------------------------------------
 
 
-def test_a_native_loss_the_jax_engine_lacks_stops_train_py_before_any_model_or_ray_starts(tmp_path):
+def test_a_setting_the_jax_engine_cannot_honour_stops_train_py_before_any_model_or_ray_starts(tmp_path):
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, str(REPO / "train.py"), GSPO], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, str(REPO / "train.py"), ENTROPY], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "skyrl.train.trainer.algorithm.policy_loss_type='gspo'" in proc.stderr
-    assert "skyrl.engine=jax" in proc.stderr and "fsdp or megatron" in proc.stderr
+    assert "skyrl.train.trainer.algorithm.use_entropy_loss=True" in proc.stderr
+    assert "skyrl.engine=jax" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert list(tmp_path.iterdir()) == []  # no job directory, no checkpoint, no Ray session
     assert time.monotonic() - start < 60
 
 
-def test_a_native_key_only_the_gpu_trainer_reads_is_refused_on_jax_naming_the_engines_that_read_it():
-    found = problems(["skyrl.train.trainer.algorithm.sapo.tau_pos=2.0"])
-    message = found["skyrl.train.trainer.algorithm.sapo.tau_pos"]
-    assert "not read by skyrl.engine=jax" in message and "skyrl.engine=fsdp or megatron" in message
+def notes_of(overrides: list[str]) -> list[str]:
+    notes: list[str] = []
+    load_config(overrides, notify=notes.append)
+    return [n for n in notes if "changes nothing" in n]
 
 
-def test_a_native_key_named_at_its_default_value_is_refused_too():
-    # Named by the user = meant to matter, even when it equals SkyRL's default.
-    found = problems(["skyrl.train.trainer.algorithm.sapo.tau_pos=1.0"])
-    assert "skyrl.train.trainer.algorithm.sapo.tau_pos" in found
+def test_a_gpu_trainer_setting_on_jax_is_accepted_with_one_note_saying_jax_does_not_start_that_trainer():
+    # SkyRL's JAX backend ignores its GPU trainer's worker settings: what runs is the same.
+    notes = notes_of(["skyrl.train.trainer.policy.fsdp_config.cpu_offload=true"])
+    assert len(notes) == 1 and "skyrl.train.trainer.policy.fsdp_config.cpu_offload=True" in notes[0]
+    assert "which skyrl.engine=jax does not start" in notes[0]
 
 
-def test_a_key_of_skyrls_own_generator_and_data_loader_is_refused_on_every_engine():
+def test_a_policy_losss_parameter_is_accepted_with_a_note_when_another_loss_is_selected_even_at_its_default():
+    # Named by the user = meant to matter: a note even when it equals SkyRL's default.
+    for value in ("2.0", "1.0"):
+        notes = notes_of([f"skyrl.train.trainer.algorithm.sapo.tau_pos={value}"])
+        assert len(notes) == 1 and "a parameter of the sapo policy loss" in notes[0] and "loss_fn=ppo" in notes[0]
+
+
+def test_a_key_of_skyrls_own_generator_is_refused_on_every_engine_with_the_reason():
     for engine in (["skyrl.engine=jax"], ["skyrl.engine=fsdp", "resources.gpus_per_node=1"]):
         found = problems([*engine, "skyrl.train.environment.env_class=aime"])
-        assert "read by no engine" in found["skyrl.train.environment.env_class"]
+        assert "SkyRL's own generator and PPO loop" in found["skyrl.train.environment.env_class"]
         assert "task.*" in found["skyrl.train.environment.env_class"]
+        found = problems([*engine, "skyrl.train.generator.zero_reward_on_non_stop=true"])
+        assert "this project's loop replaces" in found["skyrl.train.generator.zero_reward_on_non_stop"]
 
 
-def test_jax_backend_settings_and_adam_eps_are_refused_on_the_gpu_trainer():
-    found = problems(["skyrl.engine=megatron", "resources.gpus_per_node=1", "skyrl.jax.loss_chunk_size=7"])
-    assert "skyrl.jax.loss_chunk_size" in found and "skyrl.engine=jax" in found["skyrl.jax.loss_chunk_size"]
+def test_jax_backend_settings_change_nothing_on_the_gpu_trainer_and_adam_eps_is_refused_there():
+    notes = notes_of(
+        [
+            "skyrl.engine=megatron",
+            "resources.gpus_per_node=1",
+            "skyrl.jax.loss_chunk_size=7",
+            "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false",
+        ]
+    )
+    assert len(notes) == 1 and "skyrl.jax.loss_chunk_size=7" in notes[0] and "does not start" in notes[0]
     found = problems(["skyrl.engine=fsdp", "resources.gpus_per_node=1", "trainer.adam_eps=1e-6"])
     assert "torch's eps" in found["trainer.adam_eps"]
 
@@ -118,40 +134,35 @@ def test_gradient_clipping_is_refused_on_jax_which_has_none():
     load_config(["trainer.max_grad_norm=0.5", "skyrl.engine=fsdp", "resources.gpus_per_node=1"], notify=quiet)
 
 
-def test_what_skyrls_tinker_mode_builder_would_override_is_refused_with_the_reason():
+def test_what_skyrls_tinker_mode_builder_would_override_is_refused_and_what_it_ignores_gets_a_note():
     gpu = ["skyrl.engine=fsdp", "resources.gpus_per_node=1"]
     found = problems([*gpu, "skyrl.train.trainer.policy.optimizer_config.num_warmup_steps=10"])
     assert "algorithm.warmup_steps_ratio" in found["skyrl.train.trainer.policy.optimizer_config.num_warmup_steps"]
-    found = problems([*gpu, "skyrl.train.trainer.critic.model.path=/models/critic"])
-    assert "trains no critic" in found["skyrl.train.trainer.critic.model.path"]
-    found = problems([*gpu, "skyrl.train.trainer.placement.ref_num_gpus_per_node=2"])
-    assert "no reference model" in found["skyrl.train.trainer.placement.ref_num_gpus_per_node"]
     found = problems([*gpu, "algorithm.use_kl_loss=true"])
     assert "turns its KL loss off" in found["algorithm.use_kl_loss"]
+    # SkyRL builds no critic for grpo and no reference model without a KL term: the same run.
+    notes = notes_of([*gpu, "skyrl.train.trainer.critic.optimizer_config.lr=1e-5"])
+    assert len(notes) == 1 and "trains no critic" in notes[0]
+    notes = notes_of([*gpu, "skyrl.train.trainer.placement.ref_num_gpus_per_node=2"])
+    assert len(notes) == 1 and "no KL term uses a reference model" in notes[0]
     # The policy's lr schedule is the loop's: cosine is honoured, not refused.
     load_config([*gpu, "algorithm.lr_schedule=cosine"], notify=quiet)
 
 
-def test_a_sweep_dimension_over_a_native_key_the_engine_does_not_read_fails_the_dry_run():
+def test_a_sweep_dimension_over_a_native_key_the_engine_cannot_honour_fails_the_dry_run():
     from rllm_sweeps.sweep.planner import plan_sweep
 
     with pytest.raises(SweepError) as info:
-        plan_sweep(["skyrl.train.trainer.algorithm.policy_loss_type=regular,gspo,dual_clip"])
+        plan_sweep([ENTROPY.replace("=true", "=false,true")])
     message = str(info.value)
-    assert "2 of 3 jobs are invalid" in message
-    assert "policy_loss_type='gspo'" in message and "fsdp or megatron" in message
-    # The same sweep on SkyRL's GPU trainer is three different trainings.
-    plan = plan_sweep(
-        [
-            "skyrl.train.trainer.algorithm.policy_loss_type=regular,gspo,dual_clip",
-            "skyrl.engine=fsdp",
-            "resources.gpus_per_node=1",
-        ]
-    )
+    assert "1 of 2 jobs are invalid" in message
+    assert "use_entropy_loss=True" in message and "skyrl.engine=jax" in message
+    # Every SkyRL policy loss trains on jax (the ones its backend lacks as custom losses): three trainings.
+    plan = plan_sweep(["skyrl.train.trainer.algorithm.policy_loss_type=regular,gspo,dual_clip"])
     assert len(plan.jobs) == 3 and len({j.config_hash for j in plan.jobs}) == 3
 
 
-def test_a_sweep_file_that_fixes_an_unread_native_key_fails_the_dry_run(tmp_path):
+def test_a_sweep_file_that_fixes_a_setting_that_changes_nothing_plans_with_one_note(tmp_path):
     from rllm_sweeps.sweep.planner import plan_sweep
 
     path = tmp_path / "native.yaml"
@@ -159,8 +170,36 @@ def test_a_sweep_file_that_fixes_an_unread_native_key_fails_the_dry_run(tmp_path
         "parameters:\n  trainer.lr: {values: [1.0e-3, 3.0e-3]}\n"
         "  skyrl.train.trainer.algorithm.sapo.tau_pos: {value: 1.0}\n"
     )
-    with pytest.raises(SweepError, match=r"sapo.tau_pos=1.0 is not read by skyrl.engine=jax"):
-        plan_sweep([f"+sweep={path}"])
+    plan = plan_sweep([f"+sweep={path}"])
+    assert len(plan.jobs) == 2
+    assert sum("sapo.tau_pos=1.0 changes nothing" in n for n in plan.notes) == 1, plan.notes
+
+
+def test_a_sweep_dimension_over_a_setting_that_changes_nothing_fails_the_dry_run(tmp_path):
+    # identical jobs: the critic's lr with an estimator that trains no critic
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "train.py"),
+            "-m",
+            "skyrl.train.trainer.critic.optimizer_config.lr=1e-5,2e-5",
+            "hydra.sweeper.dry_run=true",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "a sweep over skyrl.train.trainer.critic.optimizer_config.lr runs identical jobs" in proc.stderr
+    assert "trains no critic" in proc.stderr and "Traceback" not in proc.stderr
+    # A dimension that changes what runs in some of its jobs plans: kl_estimator_type with KL in reward on jax.
+    from rllm_sweeps.sweep.planner import plan_sweep
+
+    plan = plan_sweep(
+        ["skyrl.train.trainer.algorithm.kl_estimator_type=k1,k2", "skyrl.train.trainer.algorithm.use_kl_in_reward=true"]
+    )
+    assert len(plan.jobs) == 2
 
 
 def test_a_skyrl_user_picks_the_megatron_engine_with_skyrls_own_strategy_key():

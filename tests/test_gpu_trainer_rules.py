@@ -94,6 +94,6 @@ def test_a_skyrl_working_path_the_user_sets_is_accepted_with_a_note_that_the_job
     key = "skyrl.train.trainer.log_path"
     load_config([*FSDP, f"{key}=/shared/skyrl-logs"], notify=notes.append)
     assert [n for n in notes if key in n] == [
-        f"note: {key}='/shared/skyrl-logs' is not used: the job keeps SkyRL's own files in JOB_DIR/skyrl/logs "
+        f"note: {key}='/shared/skyrl-logs' changes nothing here: the job keeps SkyRL's own files in JOB_DIR/skyrl/logs "
         "(on SkyRL's shared defaults two jobs of a node would overwrite each other's)"
     ]

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from test_config import shipped_configs
 
 from rllm_sweeps.config.load import load_config
-from rllm_sweeps.config.native import leaves, quiet_skyrl
+from rllm_sweeps.config.native import leaves, quiet_skyrl, skyrl_own
 from rllm_sweeps.engines import BUILDER_FORCED
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.training.skyrl_train import JOB_OWNED_PATHS, built_config, job_owned_paths, make_skyrl_train_backend
@@ -55,7 +55,7 @@ def test_gpu_engine_builds_skyrl_train_backend_whose_config_is_the_composed_tree
     assert built.trainer.strategy == engine
 
     got = dict(leaves(OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(built)))))
-    want = dict(leaves(tree))
+    want = dict(leaves(skyrl_own(tree)))  # without the settings only this project's loop reads
     assert set(got) == set(want)
     differing = {k for k in want if got[k] != want[k]}
     assert differing <= EXPECTED_DIFFERENCES, {k: (want[k], got[k]) for k in differing - EXPECTED_DIFFERENCES}

@@ -26,77 +26,7 @@ def words(script: str) -> list[str]:
     return [w for line in script.strip().splitlines() for w in shlex.split(line.rstrip("\\"))]
 
 
-# rLLM's unified-trainer test scripts for its SkyRL backend (rllm-org/rllm, PR #407:
-# rllm/experimental/test/run_skyrl_simple_math.sh and run_skyrl_solver_judge.sh), as written.
-RLLM_SIMPLE_MATH = r"""
-rllm/backend=skyrl \
-trainer.policy.model.path=Qwen/Qwen2.5-0.5B-Instruct \
-trainer.placement.policy_num_gpus_per_node=1 \
-trainer.placement.ref_num_gpus_per_node=1 \
-trainer.placement.colocate_all=false \
-rllm.trainer.total_epochs=1 \
-rllm.trainer.total_batches=100 \
-rllm.trainer.val_before_train=false \
-rllm.trainer.test_freq=5 \
-rllm.trainer.experiment_name=skyrl_simple_math_test \
-rllm.rejection_sample.min_trajs_per_group=1 \
-trainer.policy.optimizer_config.lr=1e-5 \
-trainer.critic.optimizer_config.lr=5e-5 \
-+data.train_batch_size=32 \
-+data.val_batch_size=16 \
-generator.n_samples_per_prompt=8 \
-generator.num_inference_engines=1 \
-generator.inference_engine_tensor_parallel_size=1 \
-generator.gpu_memory_utilization=0.7 \
-generator.batched=false \
-generator.async_engine=true \
-generator.max_num_seqs=255 \
-+ray_init.num_cpus=32
-"""
-
-RLLM_SOLVER_JUDGE = r"""
-rllm/backend=skyrl \
-trainer.policy.model.path=Qwen/Qwen3-4B-Instruct-2507 \
-trainer.placement.policy_num_gpus_per_node=1 \
-trainer.placement.ref_num_gpus_per_node=1 \
-trainer.placement.colocate_all=false \
-trainer.epochs=1 \
-rllm.trainer.total_batches=100 \
-trainer.eval_before_train=false \
-trainer.eval_interval=10 \
-trainer.val_max_samples=8 \
-trainer.ckpt_interval=20 \
-trainer.run_name=skyrl_solver_judge_test \
-rllm.episode_logging.log_episodes=true \
-rllm.rejection_sample.min_trajs_per_group=1 \
-trainer.policy.optimizer_config.lr=1e-6 \
-trainer.critic.optimizer_config.lr=5e-5 \
-trainer.algorithm.use_kl_loss=false \
-trainer.algorithm.eps_clip_high=0.28 \
-data.train_batch_size=32 \
-data.val_batch_size=32 \
-data.max_prompt_length=2048 \
-data.max_response_length=1024 \
-generator.n_samples_per_prompt=4 \
-generator.eval_n_samples_per_prompt=1 \
-generator.num_inference_engines=1 \
-generator.inference_engine_tensor_parallel_size=1 \
-generator.gpu_memory_utilization=0.7 \
-generator.batched=false \
-generator.async_engine=true \
-generator.max_num_seqs=255 \
-+ray_init.num_cpus=32
-"""
-
-# Each key of those scripts this project cannot honour, and what its message must say.
-RLLM_REFUSED = {
-    "skyrl.train.trainer.placement.ref_num_gpus_per_node": "no reference model",
-    "skyrl.train.trainer.critic.optimizer_config.lr": "trains no critic",
-    "rllm.rejection_sample.min_trajs_per_group": "an rLLM setting this project does not have",
-    "rllm.episode_logging.log_episodes": "an rLLM setting this project does not have",
-    "trainer.val_max_samples": "unknown key",
-    "skyrl.train.generator.batched": "read by no engine",
-}
+# rLLM's SkyRL-backend scripts themselves: tests/test_rllm_scripts.py (tests/data/rllm_skyrl/).
 
 
 # SkyRL 0.3 names (rLLM's scripts) that SkyRL 0.4 moved: used under the new name, with a note.
@@ -114,25 +44,6 @@ def test_skyrl_0_3_names_that_0_4_moved_are_used_under_their_new_name_with_a_not
     for old, new in MOVED.items():
         assert any(old in n and new in n for n in notes), (old, notes)
         assert cfg.skyrl.train[new.split(".")[0]][new.split(".")[1]][new.split(".")[2]] == 1
-
-
-@pytest.mark.parametrize("script", [RLLM_SIMPLE_MATH, RLLM_SOLVER_JUDGE], ids=["simple_math", "solver_judge"])
-def test_rllms_skyrl_command_lines_compose_once_what_cannot_be_honoured_is_removed_each_named(script):
-    typed = words(script)
-    found = problems([*typed, "skyrl.engine=fsdp"])
-    for key, why in RLLM_REFUSED.items():
-        if any(w.lstrip("+").startswith(key.removeprefix("skyrl.train.") + "=") for w in typed):
-            assert why in found.pop(key), key
-    # rLLM's `+ray_init.num_cpus` adds a key nothing reads: Hydra's `+` accepts it, so it is kept
-    # out of the comparison above and removed here with the rest.
-    assert found == {}, found
-    kept = [w for w in typed if not any(w.lstrip("+").startswith(k.removeprefix("skyrl.train.")) for k in RLLM_REFUSED)]
-    kept = [w for w in kept if not w.startswith("+ray_init")]
-    cfg = load_config([*kept, "skyrl.engine=fsdp"], notify=quiet)
-    assert cfg.trainer.total_batches == 100
-    assert cfg.model.path.startswith("Qwen/")
-    assert cfg.resources.gpus_per_node == 1
-    assert cfg.skyrl.train.trainer.placement.colocate_all is False
 
 
 def test_rllm_namespace_keys_are_the_common_keys():

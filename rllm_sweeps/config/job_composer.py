@@ -37,7 +37,7 @@ from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.interpolations import Reevaluation
 from rllm_sweeps.config.issues import ConfigError, ConfigIssue
-from rllm_sweeps.config.load import finalize
+from rllm_sweeps.config.load import config_notes, finalize
 from rllm_sweeps.config.overrides import all_keys, parse_overrides, unread_added_key
 from rllm_sweeps.config.plain_tree import CopyOnWriteTree, own_copy, related, value_is_plain
 from rllm_sweeps.config.private_api import apply_overrides, child_node, raw_value
@@ -161,7 +161,8 @@ class JobComposer:
                 self.stats["fast"] += 1
                 explicit = self._explicit | keys
                 issues = self.validator.validate(plain, base, analysis.dirty, explicit) if validate else []
-                return JobConfig(plain=plain, issues=issues, changed=analysis.dirty)
+                notes = config_notes(plain, explicit) if validate and not issues else []  # as load.finalize's
+                return JobConfig(plain=plain, issues=issues, notes=notes, changed=analysis.dirty)
         self.stats["exact"] += 1
         return self._exact(base, settings, overrides, validate)
 

@@ -13,7 +13,6 @@ from rllm_sweeps.config.overrides import parse_overrides, unknown_choice_issues,
 from rllm_sweeps.config.spelling import canonical_overrides
 from rllm_sweeps.config.validate import validate
 from rllm_sweeps.keymap import KEY_MAPPINGS, reconcile
-from rllm_sweeps.records.layout import JOB_OWNED_PATHS
 
 Notify = Callable[[str], None]
 
@@ -68,8 +67,11 @@ def finalize(
 ) -> DictConfig:
     """Reconcile common/native names and validate (unless `check` is False: the same overrides
     were validated already in this process), in place. Raises ConfigError."""
+    from rllm_sweeps.config.defaults_rule import apply_default_rules
+
     explicit = parse_overrides(overrides).explicit_keys
     result = reconcile(cfg, explicit)
+    apply_default_rules(cfg, explicit)
     issues = [ConfigIssue(c.split("=", 1)[0], c) for c in result.conflicts]
     if check:
         # Every problem at once: a conflict's keys aside (which of their values counts is the question).
@@ -88,13 +90,19 @@ def finalize(
         value = OmegaConf.select(cfg, common)
         value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
         notify(f"note: {native} is SkyRL's name for {common}; using {common}={value!r}")
-    for rel, sub in JOB_OWNED_PATHS.items():
-        if (key := f"skyrl.train.{rel}") in explicit:
-            notify(
-                f"note: {key}={OmegaConf.select(cfg, key)!r} is not used: the job keeps SkyRL's own files in "
-                f"JOB_DIR/skyrl/{sub} (on SkyRL's shared defaults two jobs of a node would overwrite each other's)"
-            )
+    # Said by every job, a sweep's too (validated by its sweeper, check=False), once in its output.
+    for note in config_notes(OmegaConf.to_container(cfg, resolve=True), explicit):
+        notify(note)
     return cfg
+
+
+def config_notes(plain: dict, explicit: Iterable[str]) -> list[str]:
+    """What a valid config's job says once: settings that change nothing here (engines.py) and the
+    defaults decided by the rule where SkyRL's and rLLM's differ (defaults_rule.py)."""
+    from rllm_sweeps.config.defaults_rule import default_rule_notes
+    from rllm_sweeps.engines import unused_notes
+
+    return unused_notes(plain, explicit) + default_rule_notes(plain, explicit)
 
 
 def load_config(overrides: Iterable[str] = (), where: str = "", notify: Notify = _stderr) -> DictConfig:

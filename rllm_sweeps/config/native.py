@@ -97,7 +97,7 @@ RESOLVER_READS: dict[str, tuple[str, ...]] = {
         _ENGINE + "data_parallel_size",
     ),
     CPUS_PER_TASK: NODE_GPUS_KEYS,
-    KL_BETA: ("algorithm.use_kl_loss",),
+    KL_BETA: ("algorithm.use_kl_loss", "skyrl.train.trainer.algorithm.use_kl_in_reward"),
     MINI_BATCH: (
         "data.train_batch_size",
         "rollout.n",
@@ -159,9 +159,11 @@ def _cpus_per_task(preferred: int, *, _root_: DictConfig) -> int:
 
 
 def _kl_beta(*, _root_: DictConfig) -> float:
-    """algorithm.kl_beta when the user leaves it: rLLM's 0.0 (no KL), SkyRL's 0.001 once the
-    KL loss is turned on (algorithm.use_kl_loss, or SkyRL's own name for it)."""
-    return 0.001 if bool(_root_.algorithm.use_kl_loss) else 0.0
+    """algorithm.kl_beta when the user leaves it: rLLM's 0.0 (no KL), SkyRL's 0.001 once a KL term
+    is turned on (algorithm.use_kl_loss or SkyRL's own name for it; SkyRL's use_kl_in_reward, whose
+    initial coefficient kl_loss_coef is)."""
+    in_reward = OmegaConf.select(_root_, "skyrl.train.trainer.algorithm.use_kl_in_reward", default=False)
+    return 0.001 if bool(_root_.algorithm.use_kl_loss) or bool(in_reward) else 0.0
 
 
 def register() -> None:
@@ -236,6 +238,31 @@ def skyrl_reading(path: str, value: Any) -> SkyRLReading:
     defaults = dict(leaves(skyrl_train_defaults()))
     changed = {k: v for k, v in got.items() if k not in defaults or defaults[k] != v}  # a new key of a dict field too
     return SkyRLReading("accepted", changed=changed)
+
+
+# Settings this project adds to SkyRL's algorithm tree, as SkyRL's DAPO example adds them to its
+# AlgorithmConfig subclass (examples/train/algorithms/dapo/main_dapo.py), with the loop's defaults (null:
+# no overlong buffer). The loop reads them (training/settings.py); SkyRL's own config has no such
+# fields, so every tree handed to SkyRL goes without them (skyrl_own).
+EXAMPLE_ADDED: dict[str, Any] = {
+    "trainer.algorithm.overlong_buffer_len": None,
+    "trainer.algorithm.overlong_buffer_penalty_factor": 1.0,
+}
+
+
+def skyrl_own(train: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a plain skyrl.train tree without the settings this project adds (EXAMPLE_ADDED)."""
+    import copy
+
+    tree = copy.deepcopy(train)
+    for path in EXAMPLE_ADDED:
+        *parents, leaf = path.split(".")
+        node = tree
+        for part in parents:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return tree
 
 
 def leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:

@@ -224,6 +224,31 @@ RULES: dict[str, Check] = {
     "algorithm.loss_agg_mode": one_of(*LOSS_AGG_MODES),
     "algorithm.lr_schedule": lr_schedule,
     "algorithm.warmup_steps_ratio": number(ge=0, lt=1),
+    "rllm.mask_truncated_samples": boolean,
+    "rllm.rejection_sample.enable": boolean,
+    "rllm.rejection_sample.multiplier": integer(ge=1),
+    "rllm.rejection_sample.min_partial_solve_tasks": integer(ge=0),
+    "rllm.rejection_sample.min_trajs_per_group": integer(ge=1),
+    "rllm.stepwise_advantage.enable": boolean,
+    "rllm.stepwise_advantage.mode": one_of("broadcast", "per_step"),
+    "rllm.stepwise_advantage.normalize_by_steps": boolean,
+    **{
+        f"rllm.compact_filtering.{k}": boolean
+        for k in (
+            "enable",
+            "mask_max_prompt_length_exceeded",
+            "mask_max_response_length_exceeded",
+            "mask_env_done",
+            "mask_max_turns_exceeded",
+            "mask_timeout",
+            "mask_unknown",
+            "mask_error",
+        )
+    },
+    "rllm.episode_logging.log_episodes": boolean,
+    "rllm.episode_logging.episode_log_dir": lambda v: (
+        None if v is None or (isinstance(v, str) and v) else "null or a path"
+    ),
     "resources.nodes": integer(ge=1),
     "resources.gpus_per_node": integer(ge=0),
     "resources.cpus_per_task": integer(ge=1),
@@ -264,10 +289,11 @@ CROSS_RULES: tuple[CrossRule, ...] = (
         "algorithm.use_kl_loss=true needs algorithm.kl_beta > 0",
     ),
     CrossRule(
-        ("algorithm.kl_beta", "algorithm.use_kl_loss"),
-        lambda beta, use_kl: use_kl or beta == 0,
-        "algorithm.kl_beta > 0 applies a KL loss only with algorithm.use_kl_loss=true (rLLM on verl turns "
-        "it on by kl_beta alone): add algorithm.use_kl_loss=true",
+        ("algorithm.kl_beta", "algorithm.use_kl_loss", "skyrl.train.trainer.algorithm.use_kl_in_reward"),
+        lambda beta, use_kl, in_reward: use_kl or in_reward or beta == 0,
+        "algorithm.kl_beta > 0 applies a KL term only with algorithm.use_kl_loss=true (or SkyRL's "
+        "trainer.algorithm.use_kl_in_reward=true, whose initial coefficient it is; rLLM on verl turns the "
+        "loss on by kl_beta alone): add algorithm.use_kl_loss=true",
     ),
     CrossRule(
         ("resources.gpus_per_node", "skyrl.engine"),

@@ -59,9 +59,9 @@ def common_paths() -> frozenset[str]:
 @functools.cache
 def native_paths() -> frozenset[str]:
     """Every key path of SkyRL's tree, relative to skyrl.train."""
-    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.config.native import EXAMPLE_ADDED, skyrl_train_defaults
 
-    return frozenset(_paths(skyrl_train_defaults()))
+    return frozenset(_paths(skyrl_train_defaults())) | frozenset(EXAMPLE_ADDED)
 
 
 def canonical_key(key: str) -> str:

@@ -136,10 +136,10 @@ def skyrl_validate_cfg(train: dict[str, Any], engine: str | None) -> list[Config
     from skyrl.train.config.config import build_nested_dataclass
     from skyrl.train.utils.utils import validate_cfg
 
-    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.config.native import skyrl_own, skyrl_train_defaults
     from rllm_sweeps.engines import LOOP_IMPLEMENTED
 
-    tree = json.loads(json.dumps(train))
+    tree = skyrl_own(json.loads(json.dumps(train)))
     for path in LOOP_IMPLEMENTED:
         *parents, leaf = path.split(".")
         node, default = tree, skyrl_train_defaults()

@@ -34,6 +34,7 @@ from rllm_sweeps.config.overrides import unread_added_key
 from rllm_sweeps.config.plain_tree import plain_get, plain_get_or_none
 from rllm_sweeps.problems import did_you_mean_key
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
+from rllm_sweeps.sweep.idle_dimensions import IdleDimensions
 from rllm_sweeps.sweep.job_hashes import job_hashes
 from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.pbt_settings import pbt_job_issues
@@ -149,6 +150,7 @@ class Planner:
         self.duplicates = 0  # jobs whose config an earlier job has
         self.first_duplicate: tuple[int, int] | None = None  # (job, the earlier job)
         self.job_hours = (0.0, 0.0)  # node- and GPU-hours of the jobs materialize() planned
+        self.idle = IdleDimensions(())  # the swept settings that changed nothing in materialize()'s jobs
 
     # -- checks that need a composed config ---------------------------------------------
 
@@ -294,6 +296,10 @@ class Planner:
                 shown = f" (the first {_MAX_BAD_JOBS_SHOWN} shown)" if n_bad > _MAX_BAD_JOBS_SHOWN else ""
                 raise SweepError(bad, where=f"{n_bad} of {self.attempted} jobs are invalid{shown}")
             complete = len(jobs) == n_jobs and spec.method != "optuna"  # Optuna's trials come later
+            if self.validate and jobs and (idle := self.idle.issues()):  # idle_dimensions.py
+                if complete:
+                    raise SweepError(idle)
+                self.notes += [f"{i.message} (in the {len(jobs)} jobs validated so far)" for i in idle]
             node_h, gpu_h = self.job_hours if complete else (scan.node_hours, scan.gpu_hours)
         if self.duplicates and self.first_duplicate is not None:
             first_dup = self.first_duplicate
@@ -348,6 +354,7 @@ class Planner:
         shaped: tuple[Any, Any] = (object(), None)  # the last job's resources dict and GPUs per node, and their cost
         hours = (0.0, 0.0)
         self.job_hours = (0.0, 0.0)
+        idle = IdleDimensions(spec.parameters)
         for point_index, point in enumerate(points, start=first_point):
             if limit is not None and index >= limit:
                 break
@@ -385,6 +392,7 @@ class Planner:
                     if self.first_duplicate is None:
                         self.first_duplicate = (index, next(j.index for j in jobs if j.config_hash == job.config_hash))
                 seen.add(job.config_hash)
+                idle.observe(config.plain)
                 # The jobs of a base share its resources dict: keyed, costed once (their GPUs per node may
                 # differ still: SkyRL's vLLM engines' share, gpu_trainer_rules.node_gpus).
                 source = (config.plain.get("resources"), job.resources.get("gpus_per_node"))
@@ -401,6 +409,7 @@ class Planner:
             self.progress(index - first_index, total, time.perf_counter() - started)
         if self.issues:  # bases that did not compose
             bad = self.issues + bad
+        self.idle = idle
         return jobs, bad
 
     def planned(

@@ -197,3 +197,16 @@ def compute_group_advantages(
         out = _scaled_by_batch_std(centred)[0]
     bounds = np.cumsum([0, *sizes])
     return [out[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def batch_normalize(advantages: Sequence[float], lengths: Sequence[int]) -> np.ndarray:
+    """SkyRL's ``advantage_batch_normalize``: the advantages z-scored over the batch's response tokens
+    (each response's advantage counted once per token; ``rstd`` clamped as SkyRL's ``1e-8``).
+    SkyRL's mean runs over its padded tensor; here over the tokens only, the padding-free meaning."""
+    a = np.asarray(advantages, dtype=np.float64)
+    w = np.maximum(np.asarray(lengths, dtype=np.float64), 1.0)
+    if a.size == 0:
+        return a
+    mean = (w * a).sum() / w.sum()
+    var = (w * (a - mean) ** 2).sum() / w.sum()
+    return (a - mean) / np.sqrt(max(var, 1e-8))

@@ -1,6 +1,6 @@
 """A training checkpoint: a directory ``step_<k>/`` holding the backend's checkpoint of the policy
-(LoRA weights + optimizer state) as ``<model_id>.ckpt`` and ``trainer_state.json`` (the step;
-everything else is a function of it). ``latest`` names the newest complete one.
+(LoRA weights + optimizer state) as ``<model_id>.ckpt`` and ``trainer_state.json`` (the step, the
+data position, the KL controller; everything else is a function of them). ``latest`` names the newest complete one.
 
 Written under ``step_<k>.tmp`` and renamed: a directory named ``step_<k>`` is complete.
 ``skyrl.train.trainer.max_ckpts_to_keep=K`` keeps the newest K (SkyRL's setting and meaning: -1
@@ -29,13 +29,21 @@ class TrainerState:
 
     step: int = 0  # training steps completed
     val_history: list[dict] = field(default_factory=list)  # (step, val_reward_mean) of each validation
+    extra_batches: int = 0  # prompt batches dynamic sampling drew beyond one a step (the data position)
+    kl_coef: float | None = None  # use_kl_in_reward's controller value (None: not started)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainerState:
-        return cls(step=int(d["step"]), val_history=list(d.get("val_history", [])))
+        kl_coef = d.get("kl_coef")
+        return cls(
+            step=int(d["step"]),
+            val_history=list(d.get("val_history", [])),
+            extra_batches=int(d.get("extra_batches", 0)),
+            kl_coef=None if kl_coef is None else float(kl_coef),
+        )
 
 
 def checkpoint_name(step: int) -> str:

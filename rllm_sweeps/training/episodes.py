@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rllm_sweeps.training.advantages import compute_group_advantages
+from rllm_sweeps.training.advantages import batch_normalize, compute_group_advantages
 from rllm_sweeps.workflows.episode import Episode, Trajectory
 
 GroupKey = tuple[int, str]  # (task index, role)
@@ -64,10 +64,14 @@ def assign_advantages(
     role_estimators: Mapping[str, str | None] | None = None,
     *,
     norm_adv_by_std_in_grpo: bool = True,
+    penalties: Mapping[int, float] | None = None,
 ) -> list[ScoredTrajectory]:
     """One advantage per trajectory, from its group; each role's groups with the role's estimator
-    (a batch-level estimator sees that role's trajectories as the batch). Order: the groups'."""
+    (a batch-level estimator sees that role's trajectories as the batch). Order: the groups'.
+    ``penalties``: subtracted from the rewards the estimator sees, by ``id()`` of the trajectory
+    (SkyRL's KL in the reward; the trajectories' own rewards, the ones reported, stay)."""
     role_estimators = role_estimators or {}
+    penalties = penalties or {}
     keys = list(groups)
     by_role: dict[str, list[int]] = {}
     for i, (_, role) in enumerate(keys):
@@ -76,7 +80,7 @@ def assign_advantages(
     for role, indices in by_role.items():
         members = [groups[keys[i]] for i in indices]
         adv = compute_group_advantages(
-            [[t.reward for t in g] for g in members],
+            [[t.reward - penalties.get(id(t), 0.0) for t in g] for g in members],
             role_estimators.get(role) or estimator,
             norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo,
             lengths=[[t.response_tokens for t in g] for g in members],
@@ -87,6 +91,12 @@ def assign_advantages(
         for i, key in enumerate(keys)
         for traj, a in zip(groups[key], advantages[i], strict=True)
     ]
+
+
+def batch_normalized(scored: Sequence[ScoredTrajectory]) -> list[ScoredTrajectory]:
+    """SkyRL's ``advantage_batch_normalize``: the advantages z-scored over the batch's tokens."""
+    adv = batch_normalize([t.advantage for t in scored], [t.trajectory.response_tokens for t in scored])
+    return [ScoredTrajectory(t.trajectory, float(a), t.group) for t, a in zip(scored, adv, strict=True)]
 
 
 def trajectory_sequences(traj: Trajectory, advantage: float, group: int) -> list[TrainSequence]:
@@ -116,6 +126,7 @@ __all__ = [
     "ScoredTrajectory",
     "TrainSequence",
     "assign_advantages",
+    "batch_normalized",
     "group_trajectories",
     "mini_batches",
     "trajectory_sequences",

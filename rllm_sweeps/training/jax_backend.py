@@ -94,21 +94,21 @@ def make_jax_backend(
     Adapter slot 0 is the base model, 1 the policy, 2 the KL reference (only
     with ``use_kl_loss`` and ``kl_beta > 0``).
 
-    Not supported by this backend: gradient clipping (``trainer.max_grad_norm``
-    is ignored; the loop still reports ``grad_norm``).
+    ``trainer.max_grad_norm`` clips each step's gradient to that global norm before AdamW, as SkyRL's
+    trainer does (:func:`clipping_jax_backend`; ``grad_norm`` reports the norm before clipping, as
+    SkyRL's); RayJaxBackend's workers build SkyRL's own unclipped AdamW (engines.py refuses the
+    setting there).
     """
-    from skyrl.backends.jax import JaxBackend, JaxBackendConfig
+    from skyrl.backends.jax import JaxBackendConfig
 
     if max_lora_adapters is None:
-        max_lora_adapters = 3 if settings.kl_active else 2
+        max_lora_adapters = 3 if settings.needs_reference else 2
     if train_micro_batch_size is None:
         train_micro_batch_size = default_micro_batch(settings)
     if sample_max_num_sequences is None:
         sample_max_num_sequences = sample_sequences_for(
             settings.train_batch_size * settings.n, settings.val_batch_size * settings.n_val, parallel_calls
         )
-    # trainer.max_grad_norm is not read here: named by the user, it is refused (engines.py's NOT_READ);
-    # its default (1.0, as rLLM's and SkyRL's) goes unsaid rather than noted on every run.
     config = JaxBackendConfig(
         max_lora_adapters=max_lora_adapters,
         max_lora_rank=settings.lora_rank,
@@ -120,4 +120,36 @@ def make_jax_backend(
         from skyrl.backends.ray_jax import RayJaxBackend
 
         return RayJaxBackend(str(model_dir), config)
-    return JaxBackend(str(model_dir), config)
+    return clipping_jax_backend(settings.max_grad_norm)(str(model_dir), config)
+
+
+def clipped_adamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, weight_decay=1e-4, max_norm=1.0):
+    """optax's AdamW after optax's global-norm clip (SkyRL's trainer: clip_grad_norm_, then AdamW)."""
+    import optax
+
+    return optax.chain(
+        optax.clip_by_global_norm(max_norm), optax.adamw(learning_rate, b1, b2, eps, weight_decay=weight_decay)
+    )
+
+
+def clipping_jax_backend(max_grad_norm: float | None) -> type:
+    """SkyRL's ``JaxBackend``, whose optimizers clip the gradient to ``max_grad_norm`` (None or <= 0:
+    SkyRL's own, unclipped). The optimizer keeps the hyperparameters SkyRL's ``optim_step`` sets
+    (``optax.inject_hyperparams``), so only its construction in ``create_model`` differs."""
+    from skyrl.backends.jax import JaxBackend
+
+    if max_grad_norm is None or max_grad_norm <= 0:
+        return JaxBackend
+
+    class ClippingJaxBackend(JaxBackend):
+        def create_model(self, model_id, lora_config, model_role: str = "policy") -> None:
+            import jax
+            import optax
+            from flax import nnx
+
+            super().create_model(model_id, lora_config, model_role)
+            with jax.set_mesh(self.mesh):
+                tx = optax.inject_hyperparams(clipped_adamw)(learning_rate=0.0, max_norm=max_grad_norm)
+                self.optimizers[model_id] = nnx.Optimizer(self.model, tx, wrt=self.model.is_lora_param)
+
+    return ClippingJaxBackend

@@ -11,22 +11,28 @@ environments, solver-judge). One training step, top to bottom (:meth:`RLTrainer.
    SkyRL's ``generator.sampling_params.top_k``, stopping at the tokenizer's end-of-turn token;
    the sampler returns the sampled tokens' logprobs);
 3. the workflow sets each trajectory's reward (the task's reward function, or the environment's);
-   an episode that raised is recorded with its termination reason and not trained on;
-4. trajectories are grouped by (task, role) across the episodes of a prompt; one advantage per
-   trajectory from its group (``algorithm.adv_estimator``, or the role's in
-   ``workflow.role_estimators``; episodes.py), broadcast over the policy's tokens; with
-   ``algorithm.use_kl_loss`` and ``kl_beta > 0``, minus ``kl_beta`` x the
-   per-token log-ratio of the sampling policy to the base model (a KL penalty
-   folded into the advantage, as Tinker does; the base model is an untrained
-   second LoRA adapter, one extra ``backend.forward`` per mini batch; datums.py);
-5. ``data.train_batch_size / trainer.mini_batch_size`` optimizer steps over the trajectories
-   (whole groups for the single-turn workflow), each ``backend.forward_backward`` (loss only on
-   the policy's own tokens: prompts and environment observations are masked) with loss
-   ``algorithm.loss_fn`` (``ppo``: clip
+   an episode that raised is recorded with its termination reason and not trained on; with SkyRL's
+   ``dynamic_sampling`` (``filter``, ``replace``), further prompt batches are rolled out until
+   enough prompts have a reward signal (SkyRL's own ``handle_dynamic_sampling``; dynamic_sampling.py);
+4. SkyRL's reward shaping (reward_shaping.py: overlong filtering, DAPO's overlong buffer penalty,
+   the zero-variance filter) and, with ``use_kl_in_reward``, its KL penalty in the reward
+   (kl_reward.py: the reference's log-probs, SkyRL's KL estimator and controller); trajectories
+   are grouped by (task, role) across the episodes of a prompt; one advantage per trajectory from
+   its group (``algorithm.adv_estimator``, or the role's in ``workflow.role_estimators``;
+   episodes.py; batch-normalized with ``advantage_batch_normalize``), broadcast over the policy's
+   tokens; with ``algorithm.use_kl_loss`` and ``kl_beta > 0``, minus ``kl_beta`` x the per-token
+   log-ratio of the sampling policy to the base model (a KL penalty folded into the advantage, as
+   Tinker does; the base model is an untrained second LoRA adapter, one extra
+   ``backend.forward`` per mini batch; datums.py);
+5. ``update_epochs_per_batch`` passes, each of ``data.train_batch_size / trainer.mini_batch_size``
+   optimizer steps over the trajectories that carry loss (whole groups for the single-turn
+   workflow), each ``backend.forward_backward`` (loss only on the policy's own tokens: prompts and
+   environment observations are masked) with loss ``algorithm.loss_fn`` (``ppo``: clip
    ``1 - eps_clip`` .. ``1 + eps_clip_high``; ``cispo``: SkyRL's CISPO clip range;
-   ``importance_sampling``; on SkyRL's GPU trainer any SkyRL policy loss, with
-   its parameters from ``skyrl.train``), reduced as ``algorithm.loss_agg_mode`` says (datums.py),
-   then ``backend.optim_step`` (Adam with ``trainer.lr`` at this step's schedule, betas, weight decay);
+   ``importance_sampling``; any other SkyRL policy loss: SkyRL's GPU trainer computes it, on the JAX
+   engine the loop does, as a custom loss, custom_loss.py), reduced as ``algorithm.loss_agg_mode``
+   says (datums.py), then ``backend.optim_step`` (Adam with ``trainer.lr`` at this step's
+   schedule, betas, weight decay; the JAX engine clips to ``trainer.max_grad_norm`` first);
 6. ``backend.save_sampler_checkpoint``: the sampler uses the new weights next (only where the
    weights move: SkyRL's JAX backends sample from the adapter they train, published once).
 
@@ -45,7 +51,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,16 +66,27 @@ from rllm_sweeps.training.checkpoints import (
     prune_checkpoints,
     save_checkpoint,
 )
-from rllm_sweeps.training.datums import apply_kl_penalty, apply_loss_agg, mini_batch_datums
-from rllm_sweeps.training.episodes import ScoredTrajectory, assign_advantages, group_trajectories, mini_batches
+from rllm_sweeps.training.custom_loss import algorithm_config, custom_loss_step, skyrl_loss_function
+from rllm_sweeps.training.datums import Datum, apply_kl_penalty, apply_loss_agg, mini_batch_datums
+from rllm_sweeps.training.dynamic_sampling import DynamicSampler, SampledBatch
+from rllm_sweeps.training.episodes import (
+    GroupKey,
+    ScoredTrajectory,
+    assign_advantages,
+    batch_normalized,
+    group_trajectories,
+    mini_batches,
+)
+from rllm_sweeps.training.kl_reward import RewardKL, kl_controller, reward_kl
 from rllm_sweeps.training.metrics import MiniBatchStats, StepOutcome, StepTimes, train_metrics, val_metrics
 from rllm_sweeps.training.policy import Policy
 from rllm_sweeps.training.prompts import PromptBatch, train_batch, val_batches
+from rllm_sweeps.training.reward_shaping import shape_rewards
 from rllm_sweeps.training.settings import LoopSettings
 from rllm_sweeps.training.timers import PhaseTimer
 from rllm_sweeps.workflows.base import Workflow
 from rllm_sweeps.workflows.chat import ChatFormat, stop_token_ids
-from rllm_sweeps.workflows.episode import Episode
+from rllm_sweeps.workflows.episode import Episode, Trajectory
 from rllm_sweeps.workflows.rollout import run_episodes
 from rllm_sweeps.workflows.single_turn import SingleTurnSettings, SingleTurnWorkflow
 
@@ -185,33 +202,45 @@ class RLTrainer:
                 self.save_checkpoint(self.checkpoint_dir / checkpoint_name(step))
 
     def train_step(self) -> dict:
-        """One RL step: episodes -> groups -> advantages -> update(s) -> sync sampler; its metrics."""
+        """One RL step: episodes -> groups -> rewards shaped -> advantages -> update(s) -> sync
+        sampler; its metrics."""
         self.setup()
         step = self.state.step  # 0-based index of this step
         self.use_settings_of(step)
         s = self.settings
         timer = PhaseTimer()
-        batch = train_batch(self.task.train, s, step)
 
         # 1-3. rollout.n episodes per prompt, all in flight at once; the workflow sets the rewards.
-        with timer.phase("rollout"):
-            episodes, sample_s = self._run_episodes(batch)
-        timer.add("sample", sample_s)
+        #      With dynamic sampling, further prompt batches until enough prompts have a signal.
+        sampled = self._sample(step, timer)
+        groups = sampled.groups
 
-        # 4. Advantages per (task, role) group, broadcast over the policy's tokens.
-        groups = group_trajectories(episodes)
+        # 4. SkyRL's reward shaping (overlong filtering and penalty, the zero-variance filter), then
+        #    its KL penalty in the reward; advantages per (task, role) group, broadcast over the
+        #    policy's tokens (batch-normalized if asked).
+        shaping = shape_rewards(groups, s)
+        reward_kl = self._reward_kl(groups, timer) if s.use_kl_in_reward else None
         scored = assign_advantages(
             groups,
             s.adv_estimator,
             self.workflow.settings.role_estimators,
             norm_adv_by_std_in_grpo=s.norm_adv_by_std_in_grpo,
+            penalties=reward_kl.penalties if reward_kl is not None else None,
         )
         if not scored:
             raise RuntimeError(f"step {step + 1}: no episode produced a trajectory to train on")
+        if s.advantage_batch_normalize:
+            scored = batch_normalized(scored)
 
-        # 5. One optimizer step per mini batch of trajectories (batch / mini batch of them).
+        # 5. update_epochs_per_batch passes, each one optimizer step per mini batch of trajectories
+        #    (batch / mini batch of them); masked trajectories (shaping) carry no loss.
         lr = s.lr_at(step, self.total_steps)
-        updates = [self._update(mb, lr, timer) for mb in mini_batches(scored, s.train_batch_size // s.mini_batch_size)]
+        trained = [t for t in scored if id(t.trajectory) not in shaping.masked]
+        updates = [
+            self._update(mb, lr, timer)
+            for _ in range(s.update_epochs_per_batch)
+            for mb in mini_batches(trained, s.train_batch_size // s.mini_batch_size)
+        ]
 
         # 6. Publish the new weights to the sampler, where they have to move (the GPU trainer's
         #    vLLM engines); SkyRL's JAX backends sample from the very adapter optim_step updated.
@@ -222,18 +251,59 @@ class RLTrainer:
 
         outcome = StepOutcome(
             step=step + 1,
-            epoch=batch.epoch,
+            epoch=sampled.epoch,
             lr=lr,
-            episodes=episodes,
+            episodes=sampled.rolled_out,
             groups=groups,
             scored=scored,
             updates=[u for u in updates if u is not None],
             times=StepTimes.from_timer(timer),
+            shaping=shaping,
+            sampled=sampled if s.dynamic_sampling_type else None,
+            reward_kl=reward_kl,
         )
-        metrics = train_metrics(outcome, kl_active=s.kl_active, per_episode=self.workflow.reports_episode_metrics())
+        metrics = train_metrics(outcome, s, per_episode=self.workflow.reports_episode_metrics())
         if self.hooks.on_step_end is not None:
             self.hooks.on_step_end(metrics)
         return metrics
+
+    def _sample(self, step: int, timer: PhaseTimer) -> SampledBatch:
+        """The step's episodes: one prompt batch, or with ``dynamic_sampling`` as many as it takes
+        (each further batch advances the data position, ``state.extra_batches``)."""
+        s = self.settings
+        sampler = DynamicSampler(s, seed=(s.seed, step)) if s.dynamic_sampling_type else None
+        rolled_out: list[Episode] = []
+        while True:
+            batch = train_batch(self.task.train, s, step + self.state.extra_batches)
+            with timer.phase("rollout"):
+                episodes, sample_s = self._run_episodes(batch)
+            timer.add("sample", sample_s)
+            rolled_out += episodes
+            if sampler is None:
+                return SampledBatch.whole(episodes, group_trajectories(episodes), batch.epoch)
+            if not sampler.add(episodes):
+                return sampler.result(rolled_out, batch.epoch)
+            self.state.extra_batches += 1
+
+    def _reward_kl(self, groups: Mapping[GroupKey, list[Trajectory]], timer: PhaseTimer) -> RewardKL:
+        """SkyRL's KL penalty in the reward (kl_reward.py): the reference's forward over every
+        trajectory, the penalties at the controller's coefficient, then the controller's update."""
+        s = self.settings
+        trajectories = list({id(t): t for group in groups.values() for t in group}.values())
+        per_trajectory = [mini_batch_datums([ScoredTrajectory(t, 0.0, 0)]) for t in trajectories]
+        with timer.phase("ref_forward"):
+            refs = iter(self.policy.reference_logprobs([d for datums in per_trajectory for d in datums]))
+        controller = kl_controller(s, self.state.kl_coef)
+        kl = reward_kl(
+            [id(t) for t in trajectories],
+            per_trajectory,
+            [[next(refs) for _ in datums] for datums in per_trajectory],
+            s.kl_estimator_type,
+            controller.value,
+        )
+        controller.update(current=kl.avg_kl, n_steps=len(trajectories))
+        self.state.kl_coef = float(controller.value)
+        return kl
 
     def _update(self, mini_batch: Sequence[ScoredTrajectory], lr: float, timer: PhaseTimer) -> MiniBatchStats | None:
         """One optimizer step on a mini batch's trajectories (None: nothing sampled, nothing to train)."""
@@ -245,12 +315,31 @@ class RLTrainer:
         if s.kl_active:
             with timer.phase("ref_forward"):
                 kl = apply_kl_penalty(datums, self.policy.reference_logprobs(datums), s.kl_beta)
-        apply_loss_agg(datums, s, self.engine.backend_reduction)
-        with timer.phase("forward_backward"):
-            out = self.policy.forward_backward(datums, s.loss_fn, self.loss_config)
-        stats = MiniBatchStats.measure(out, datums, s.clip_low_threshold, s.clip_high_threshold, kl)
+        if self.engine.computes(s.loss_fn):
+            apply_loss_agg(datums, s, self.engine.backend_reduction)
+            with timer.phase("forward_backward"):
+                out = self.policy.forward_backward(datums, s.loss_fn, self.loss_config)
+            stats = MiniBatchStats.measure(out, datums, s.clip_low_threshold, s.clip_high_threshold, kl)
+        else:
+            stats = self._custom_loss_pass(datums, kl, timer)
         with timer.phase("optim"):
             stats.grad_norm = self.policy.optim_step(lr, s)
+        return stats
+
+    def _custom_loss_pass(self, datums: list[Datum], kl: float | None, timer: PhaseTimer) -> MiniBatchStats:
+        """Gradients of a SkyRL policy loss the backend does not compute (custom_loss.py): a forward
+        for the current log-probs, SkyRL's loss and its gradient here, then forward_backward."""
+        s = self.settings
+        apply_loss_agg(datums, s, "token-sum")  # SkyRL's policy losses sum their tokens
+        with timer.phase("forward_backward"):
+            current = self.policy.current_logprobs(datums)
+            custom = custom_loss_step(
+                datums, current, algorithm_config(s), skyrl_loss_function(s.loss_fn), self.engine.backend_reduction
+            )
+            out = self.policy.forward_backward(custom.datums, "importance_sampling", None)
+        # Ratios against the sampler's log-probs (the datums'), the loss SkyRL's function computed.
+        stats = MiniBatchStats.measure(out, datums, s.clip_low_threshold, s.clip_high_threshold, kl)
+        stats.loss = custom.loss
         return stats
 
     def validate(self) -> dict:

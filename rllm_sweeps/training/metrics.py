@@ -16,7 +16,11 @@ from typing import Any
 import numpy as np
 
 from rllm_sweeps.training.datums import Datum
+from rllm_sweeps.training.dynamic_sampling import SampledBatch
 from rllm_sweeps.training.episodes import GroupKey, ScoredTrajectory
+from rllm_sweeps.training.kl_reward import RewardKL
+from rllm_sweeps.training.reward_shaping import Shaping
+from rllm_sweeps.training.settings import LoopSettings
 from rllm_sweeps.training.timers import PhaseTimer
 from rllm_sweeps.workflows.episode import Episode, Trajectory
 from rllm_sweeps.workflows.metrics import episode_metrics
@@ -75,15 +79,25 @@ class StepOutcome:
     step: int  # 1-based
     epoch: int
     lr: float
-    episodes: list[Episode]
-    groups: Mapping[GroupKey, list[Trajectory]]
+    episodes: list[Episode]  # every episode rolled out
+    groups: Mapping[GroupKey, list[Trajectory]]  # what was trained on
     scored: list[ScoredTrajectory]
     updates: list[MiniBatchStats]  # one per optimizer step
     times: StepTimes
+    shaping: Shaping | None = None
+    sampled: SampledBatch | None = None  # with dynamic sampling
+    reward_kl: RewardKL | None = None  # with the KL in the reward
 
 
-def train_metrics(o: StepOutcome, *, kl_active: bool, per_episode: bool) -> dict[str, Any]:
-    """A step's metrics (``per_episode``: the workflow's per-role and per-episode ones, ``train_*``)."""
+def train_metrics(o: StepOutcome, settings: LoopSettings, *, per_episode: bool) -> dict[str, Any]:
+    """A step's metrics (``per_episode``: the workflow's per-role and per-episode ones, ``train_*``).
+
+    ``reward_*`` are the rewards trained on (after dynamic sampling and the overlong penalty). With
+    SkyRL's trainer settings on, SkyRL's metrics of them (its names, ``/`` as ``_``):
+    ``dynamic_sampling_{batches,kept_groups,dropped_groups}``, ``overlong_filtered``,
+    ``overlong_penalized``, ``num_zero_variance_filtered`` (SkyRL's
+    ``reward/num_zero_variance_filtered``), ``avg_kl``, ``avg_kl_max``, ``kl_loss_coef``."""
+    s = settings
     rewards = np.array([t.trajectory.reward for t in o.scored], dtype=np.float64)
     adv = np.array([t.advantage for t in o.scored], dtype=np.float64)
     steps = [st for e in o.episodes for tr in e.trajectories for st in tr.steps]
@@ -118,9 +132,25 @@ def train_metrics(o: StepOutcome, *, kl_active: bool, per_episode: bool) -> dict
     }
     if per_episode:
         metrics.update(episode_metrics(o.episodes, prefix="train_"))
-    if kl_active:
+    if s.update_epochs_per_batch > 1:
+        metrics["optimizer_steps"] = len(o.updates)
+    if s.kl_active:
         metrics["kl"] = _mean_or_nan([u.kl for u in o.updates])
+    if s.needs_reference:
         metrics["time_ref_forward_s"] = t.ref_forward
+    if o.sampled is not None:
+        metrics["dynamic_sampling_batches"] = o.sampled.sample_batches
+        metrics["dynamic_sampling_kept_groups"] = o.sampled.kept_groups
+        metrics["dynamic_sampling_dropped_groups"] = o.sampled.dropped_groups
+    if o.shaping is not None:
+        if s.apply_overlong_filtering:
+            metrics["overlong_filtered"] = o.shaping.overlong_filtered
+        if s.overlong_buffer_len is not None:
+            metrics["overlong_penalized"] = o.shaping.overlong_penalized
+        if s.zero_variance_filter:
+            metrics["num_zero_variance_filtered"] = o.shaping.zero_variance_filtered
+    if o.reward_kl is not None:
+        metrics.update(avg_kl=o.reward_kl.avg_kl, avg_kl_max=o.reward_kl.avg_kl_max, kl_loss_coef=o.reward_kl.coef)
     return metrics
 
 

@@ -2,7 +2,7 @@
 
 Sampling is the rollout client's (workflows/client.py); :meth:`Policy.rollout_client` hands it
 the sampler weights of the moment. Everything else the loop asks of the backend goes through
-:class:`Policy`: create the adapters, forward on the KL reference, ``forward_backward``,
+:class:`Policy`: create the adapters, forwards (the KL reference's, a custom loss's), ``forward_backward``,
 ``optim_step``, publish the weights to the sampler, training checkpoints.
 """
 
@@ -44,7 +44,7 @@ class Policy:
         lora = types.LoraConfig(rank=s.lora_rank, alpha=s.lora_alpha, seed=s.seed)
         if not self.backend.has_model(self.model_id):
             self.backend.create_model(self.model_id, lora)
-        if s.kl_active and not self.backend.has_model(self.ref_model_id):
+        if s.needs_reference and not self.backend.has_model(self.ref_model_id):
             # Never trained: its LoRA B is zero, so it computes the base model.
             self.backend.create_model(self.ref_model_id, lora)
 
@@ -55,7 +55,14 @@ class Policy:
 
     def reference_logprobs(self, datums: Sequence[Datum]) -> list[Sequence[float]]:
         """The base model's log-prob of each datum's targets (a forward pass of the reference adapter)."""
-        out = self._model_pass(datums, self.ref_model_id, "cross_entropy", None, forward_only=True)
+        return self._logprobs(datums, self.ref_model_id)
+
+    def current_logprobs(self, datums: Sequence[Datum]) -> list[Sequence[float]]:
+        """The policy's log-prob of each datum's targets now (a custom loss's first pass)."""
+        return self._logprobs(datums, self.model_id)
+
+    def _logprobs(self, datums: Sequence[Datum], model_id: str) -> list[Sequence[float]]:
+        out = self._model_pass(datums, model_id, "cross_entropy", None, forward_only=True)
         return [o["logprobs"]["data"] for o in out.loss_fn_outputs]
 
     def forward_backward(self, datums: Sequence[Datum], loss_fn: str, loss_config: dict | None) -> Any:

@@ -36,19 +36,20 @@ class PromptBatch:
     epoch: int = 0
 
 
-def train_batch(train: Sequence[Example], settings: LoopSettings, step: int) -> PromptBatch:
-    """Prompts of 0-based ``step``: batches of a per-epoch permutation (last partial dropped)."""
+def train_batch(train: Sequence[Example], settings: LoopSettings, index: int) -> PromptBatch:
+    """The 0-based ``index``-th prompt batch: batches of a per-epoch permutation (last partial
+    dropped). Step k's is batch k, plus the batches dynamic sampling drew before it."""
     s = settings
     bs = s.train_batch_size
-    epoch, pos = divmod(step, len(train) // bs)
+    epoch, pos = divmod(index, len(train) // bs)
     order = np.random.default_rng([s.seed, SEED_DATA_ORDER, epoch]).permutation(len(train))
     examples = [train[int(i)] for i in order[pos * bs : (pos + 1) * bs]]
     return PromptBatch(
         examples,
         s.n,
         Sampling(s.temperature, s.top_p, s.top_k, s.max_response_length),
-        SeedPlan(s.seed, SEED_TRAIN_SAMPLING, step, len(examples) * s.n),
-        first_index=step * bs,
+        SeedPlan(s.seed, SEED_TRAIN_SAMPLING, index, len(examples) * s.n),
+        first_index=index * bs,
         epoch=epoch,
     )
 

@@ -52,7 +52,28 @@ CONFIG_KEYS: dict[str, str] = {
     "loss_norm_length": "skyrl.train.trainer.algorithm.max_seq_len",
     "legacy_micro_batch": "skyrl.train.trainer.micro_train_batch_size_per_gpu",
     "max_ckpts_to_keep": "skyrl.train.trainer.max_ckpts_to_keep",
+    # SkyRL's trainer settings the loop implements on every engine (training/loop.py says where)
+    "update_epochs_per_batch": "skyrl.train.trainer.update_epochs_per_batch",
+    "dynamic_sampling_type": "skyrl.train.trainer.algorithm.dynamic_sampling.type",
+    "dynamic_sampling_max_sample_batches": "skyrl.train.trainer.algorithm.dynamic_sampling.max_sample_batches",
+    "dynamic_sampling_min_replace_ratio": "skyrl.train.trainer.algorithm.dynamic_sampling.min_replace_ratio",
+    "zero_variance_filter": "skyrl.train.trainer.algorithm.zero_variance_filter",
+    "zero_variance_filter_tol": "skyrl.train.trainer.algorithm.zero_variance_filter_tol",
+    # SkyRL's overlong filtering: rLLM's name for it (keymap.py maps SkyRL's)
+    "apply_overlong_filtering": "rllm.mask_truncated_samples",
+    "use_kl_in_reward": "skyrl.train.trainer.algorithm.use_kl_in_reward",
+    "kl_estimator_type": "skyrl.train.trainer.algorithm.kl_estimator_type",
+    "kl_ctrl_type": "skyrl.train.trainer.algorithm.kl_ctrl.type",
+    "kl_ctrl_target": "skyrl.train.trainer.algorithm.kl_ctrl.kl_target",
+    "kl_ctrl_horizon": "skyrl.train.trainer.algorithm.kl_ctrl.horizon",
+    "advantage_batch_normalize": "skyrl.train.trainer.algorithm.advantage_batch_normalize",
+    # DAPO's overlong buffer penalty: SkyRL's DAPO example adds these two to its AlgorithmConfig
+    "overlong_buffer_len": "skyrl.train.trainer.algorithm.overlong_buffer_len",
+    "overlong_buffer_penalty_factor": "skyrl.train.trainer.algorithm.overlong_buffer_penalty_factor",
 }
+
+# SkyRL's AlgorithmConfig in the composed config (read whole: see LoopSettings.skyrl_algorithm)
+ALGORITHM_TREE = "skyrl.train.trainer.algorithm"
 
 
 @dataclass(frozen=True)
@@ -105,6 +126,25 @@ class LoopSettings:
     loss_norm_length: int | None = None  # seq-mean-token-sum-norm's constant (None: max_response_length)
     legacy_micro_batch: int = 1  # token_mean_legacy: sequences per token-mean (SkyRL's micro batch)
     max_ckpts_to_keep: int = -1  # the newest K checkpoints stay on disk; -1: all (SkyRL's default)
+    # SkyRL's trainer settings (defaults: SkyRL's AlgorithmConfig / TrainerConfig)
+    update_epochs_per_batch: int = 1  # passes over each batch's mini batches
+    dynamic_sampling_type: str | None = None  # "filter" (DAPO), "replace" (POLARIS) or None
+    dynamic_sampling_max_sample_batches: int = 30  # -1: sample until the batch is full
+    dynamic_sampling_min_replace_ratio: float = 0.3
+    zero_variance_filter: bool = False  # loss-mask groups whose rewards are all equal
+    zero_variance_filter_tol: float = 1e-6
+    apply_overlong_filtering: bool = False  # loss-mask responses cut at the length limit
+    use_kl_in_reward: bool = False  # reward -= kl_coef x KL(sampler || reference), per token
+    kl_estimator_type: str = "k3"  # k1 / k2 / k3 / abs
+    kl_ctrl_type: str = "fixed"  # fixed / adaptive (the coefficient of use_kl_in_reward)
+    kl_ctrl_target: float = 0.1
+    kl_ctrl_horizon: int = 10000
+    advantage_batch_normalize: bool = False  # advantages normalized over the whole batch's tokens
+    overlong_buffer_len: int | None = None  # DAPO: the last N tokens of the length limit are penalized
+    overlong_buffer_penalty_factor: float = 1.0
+    # skyrl.train.trainer.algorithm as plain data: the parameters of SkyRL's policy losses that the
+    # loop computes itself (training/custom_loss.py; None: a bare config, SkyRL's defaults)
+    skyrl_algorithm: dict | None = None
 
     @classmethod
     def from_config(cls, cfg: Any) -> LoopSettings:
@@ -117,10 +157,13 @@ class LoopSettings:
         absent = object()
         for name, key in CONFIG_KEYS.items():
             value = OmegaConf.select(cfg, key, throw_on_missing=True, default=absent)
-            if value is absent and key.startswith("skyrl."):
+            if value is absent and key.startswith(("skyrl.", "rllm.")):
                 continue  # no SkyRL tree (a bare config, as bench/gpu_loop.py's): the field's default
             values[name] = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
         values["adam_betas"] = tuple(values["adam_betas"])
+        algorithm = OmegaConf.select(cfg, ALGORITHM_TREE, default=None)
+        if algorithm is not None:
+            values["skyrl_algorithm"] = OmegaConf.to_container(algorithm, resolve=True)
         return cls(**values)
 
     # -- derived ------------------------------------------------------------------
@@ -128,6 +171,11 @@ class LoopSettings:
     def kl_active(self) -> bool:
         """KL to the base model is applied only with ``use_kl_loss`` and ``kl_beta > 0``."""
         return self.use_kl_loss and self.kl_beta > 0
+
+    @property
+    def needs_reference(self) -> bool:
+        """The base model's log-probs are needed: a KL loss or SkyRL's KL in the reward."""
+        return self.kl_active or self.use_kl_in_reward
 
     @property
     def clip_low_threshold(self) -> float:
@@ -164,4 +212,4 @@ class LoopSettings:
         return self.lr
 
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "skyrl_algorithm"}

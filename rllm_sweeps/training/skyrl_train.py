@@ -33,7 +33,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.config.native import leaves, skyrl_train_defaults
+from rllm_sweeps.config.native import leaves, skyrl_own, skyrl_train_defaults
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.records.layout import JOB_OWNED_PATHS, JobPaths
 
@@ -50,7 +50,7 @@ def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike, job_di
     """The composed skyrl.train tree as SkyRL overrides, {dotted path: value}; the model paths
     (those of model.path in the key map) -> model_dir, SkyRL's working paths -> job_dir's."""
     defaults = dict(leaves(skyrl_train_defaults()))
-    tree = dict(leaves(train)) | job_owned_paths(job_dir)
+    tree = dict(leaves(skyrl_own(train))) | job_owned_paths(job_dir)
     changed = {path.rpartition(".")[0] for path, value in tree.items() if defaults.get(path, value) != value}
     changed |= {path.rpartition(".")[0] for path in tree if path not in defaults}
     overrides = {path: value for path, value in tree.items() if path.rpartition(".")[0] in changed}

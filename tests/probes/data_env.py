@@ -19,3 +19,17 @@ class ReplyEnv(BaseTextEnv):
         done = self.turns >= self.max_turns
         observations = [] if done else [{"role": "user", "content": " again"}]
         return BaseTextEnvStepOutput(observations=observations, reward=0.25, done=done, metadata={})
+
+
+class DigitsEnv(BaseTextEnv):
+    """One turn; the reply earns the share of its characters that are digits: a graded reward that a
+    randomly initialised model's replies vary on (GSM8K's exact answers it never gets right), so that
+    group filters (DAPO's dynamic sampling) find prompts with a signal."""
+
+    def __init__(self, env_config: Any = None, extras: dict[str, Any] | None = None) -> None:
+        super().__init__()
+
+    def step(self, action: str) -> BaseTextEnvStepOutput:
+        self.turns += 1
+        reward = sum(c.isdigit() for c in action) / max(len(action), 1)
+        return BaseTextEnvStepOutput(observations=[], reward=reward, done=True, metadata={})

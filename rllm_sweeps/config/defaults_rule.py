@@ -1,0 +1,75 @@
+"""Where SkyRL's default and rLLM's differ, one rule decides (docs/CONFIG.md, "Differing defaults").
+
+The length of training: the embedded default trains ``trainer.total_batches=30`` steps (the tiny default
+task's); SkyRL's scripts and rLLM's name their ``epochs`` instead. The rule: a job that names its epochs and
+not its steps trains its epochs (``total_batches`` becomes null; :func:`apply_default_rules`), saying so.
+
+The KL loss: SkyRL's AlgorithmConfig turns it on (``use_kl_loss=true``, ``kl_loss_coef=0.001``); rLLM's
+``kl_beta`` is ``0.0`` (no KL). The rule: **off unless turned on** (rLLM's default, which is also what
+SkyRL's own Tinker-mode builder does); once turned on, by either name, a coefficient left out is
+SkyRL's ``0.001`` (config/native.py's ``rllm_kl_beta`` resolver). A job whose KL depends on the rule
+says so once: one that turns it on without a coefficient, and one written in SkyRL's vocabulary
+(its trainer.algorithm settings) that leaves it out, where SkyRL's own trainer would have turned it on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+ALGORITHM = "skyrl.train.trainer.algorithm."
+EPOCHS = ("trainer.total_epochs", "skyrl.train.trainer.epochs")
+STEPS = ("trainer.total_batches", "skyrl.train.trainer.max_training_steps")
+USE_KL = ("algorithm.use_kl_loss", ALGORITHM + "use_kl_loss")
+COEF = ("algorithm.kl_beta", ALGORITHM + "kl_loss_coef")
+
+
+def _named(explicit: set[str], keys: Iterable[str]) -> bool:
+    return any(k in explicit for k in keys)
+
+
+def epochs_decide(explicit: Iterable[str]) -> bool:
+    explicit = set(explicit)
+    return _named(explicit, EPOCHS) and not _named(explicit, STEPS)
+
+
+def apply_default_rules(cfg: Any, explicit: Iterable[str]) -> None:
+    """The rules that change a value (in place, before validation): the length of training."""
+    if epochs_decide(explicit):
+        cfg.trainer.total_batches = None
+
+
+def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[str]:
+    """The notes of a job whose length or KL is decided by a rule (none for one that sets them fully)."""
+    explicit = set(explicit)
+    notes = []
+    if epochs_decide(explicit):
+        epochs = (plain.get("trainer") or {}).get("total_epochs")
+        notes.append(
+            f"note: trainer.total_batches=None: trainer.total_epochs={epochs!r} is set and the steps are not, so the "
+            "epochs decide (the embedded default's 30 steps are for its tiny task); docs/CONFIG.md"
+        )
+    return notes + _kl_notes(plain, explicit)
+
+
+def _kl_notes(plain: dict[str, Any], explicit: set[str]) -> list[str]:
+    algorithm = plain.get("algorithm") or {}
+    skyrl_algorithm = ((plain.get("skyrl") or {}).get("train") or {}).get("trainer", {}).get("algorithm") or {}
+    term = (
+        "loss" if algorithm.get("use_kl_loss") else "in the reward" if skyrl_algorithm.get("use_kl_in_reward") else None
+    )
+    if term is not None and not _named(explicit, COEF):
+        return [
+            f"note: algorithm.kl_beta={algorithm.get('kl_beta')!r}: the KL {term} is on and its coefficient left "
+            "out, so SkyRL's default applies (rLLM's kl_beta default, 0.0, is no KL); docs/CONFIG.md"
+        ]
+    skyrl_vocabulary = any(k.startswith(ALGORITHM) for k in explicit)
+    if skyrl_vocabulary and not _named(explicit, USE_KL):
+        return [
+            "note: algorithm.use_kl_loss=False: left out, the KL loss is off (rLLM's default); SkyRL's own trainer "
+            "would turn it on with a coefficient of 0.001: set algorithm.use_kl_loss=true for that; docs/CONFIG.md"
+        ]
+    return []
+
+
+__all__ = ["apply_default_rules", "default_rule_notes"]

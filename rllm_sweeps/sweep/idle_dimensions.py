@@ -1,0 +1,54 @@
+"""A sweep dimension over a setting that changes nothing in any of its jobs is an error: the jobs would
+be identical (config/setting_effect.py decides what changes nothing; a single job only gets a note)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rllm_sweeps.config.issues import ConfigIssue
+from rllm_sweeps.sweep.param import Param
+
+
+def _get(plain: dict[str, Any], key: str) -> Any:
+    node: Any = plain
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+class IdleDimensions:
+    """Watches a sweep's jobs: which swept native settings changed nothing in every one of them."""
+
+    def __init__(self, parameters: tuple[Param, ...] | list[Param]) -> None:
+        from rllm_sweeps.config.spelling import canonical_key
+
+        self.why: dict[str, tuple[str, str]] = {}  # canonical key -> (where it was given, why, once seen)
+        self.watched = {canonical_key(p.key): p.source for p in parameters if p.is_swept and not p.is_group}
+        self.watched = {k: s for k, s in self.watched.items() if k.startswith(("skyrl.train.", "skyrl.jax."))}
+
+    def observe(self, plain: dict[str, Any]) -> None:
+        """One valid job's resolved config."""
+        from rllm_sweeps.config.setting_effect import Kind, setting_effect
+
+        for key in list(self.watched):
+            effect = setting_effect(key, _get(plain, key), plain)
+            if effect.kind is Kind.UNUSED:
+                self.why.setdefault(key, (self.watched[key], effect.why))
+            else:
+                self.watched.pop(key)
+                self.why.pop(key, None)
+
+    def issues(self) -> list[ConfigIssue]:
+        return [
+            ConfigIssue(
+                source,
+                f"{source}: a sweep over {key} runs identical jobs: it changes nothing in any of them ({why})",
+            )
+            for key, (source, why) in self.why.items()
+            if key in self.watched
+        ]
+
+
+__all__ = ["IdleDimensions"]
