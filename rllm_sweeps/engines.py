@@ -33,6 +33,7 @@ GPU_TRAINER = ("fsdp", "megatron")
 TRAIN_PREFIX = "skyrl.train."
 JAX_PREFIX = "skyrl.jax."
 
+
 @dataclass(frozen=True)
 class NotRead:
     """A common key some engines cannot honour (``only_with``: only when that setting is on)."""

@@ -42,7 +42,7 @@ def test_the_jax_backend_settings_are_read_by_jax_only_and_the_gpu_trainer_tree_
     assert readers("skyrl.train.data.train_data") == ENGINES
     assert readers("skyrl.train.environment.env_class") == ()
     # common keys an engine cannot honour
-    assert readers("trainer.max_grad_norm") == GPU_TRAINER
+    assert readers("trainer.max_grad_norm") == ENGINES  # jax: in-process (RayJaxBackend refuses it named)
     assert readers("trainer.adam_eps") == ("jax",)
     assert readers("trainer.lr") == ENGINES
     # SkyRL's own PPO loop's settings, which its backend code never names: derived from SkyRL
@@ -63,7 +63,7 @@ def test_keys_lists_the_engines_that_read_each_key_without_lambda_reprs():
         common, native, engines = line.split()[:3]
         rows[native] = engines
     assert rows["skyrl.train.trainer.policy.optimizer_config.lr"] == "jax,fsdp,megatron"
-    assert rows["skyrl.train.trainer.policy.optimizer_config.max_grad_norm"] == "fsdp,megatron"
+    assert rows["skyrl.train.trainer.policy.optimizer_config.max_grad_norm"] == "jax,fsdp,megatron"
     assert rows["skyrl.jax.max_lora_rank"] == "jax"
     assert "skyrl.train.generator.sampling_params.top_k" in proc.stdout  # a native key the loop reads
     assert "lambda" not in proc.stdout
@@ -128,9 +128,10 @@ def test_jax_backend_settings_change_nothing_on_the_gpu_trainer_and_adam_eps_is_
     assert "torch's eps" in found["trainer.adam_eps"]
 
 
-def test_gradient_clipping_is_refused_on_jax_which_has_none():
-    found = problems(["trainer.max_grad_norm=0.5"])
-    assert "no gradient clipping" in found["trainer.max_grad_norm"]
+def test_gradient_clipping_is_refused_only_on_ray_jax_whose_workers_build_their_own_optimizer():
+    found = problems(["trainer.max_grad_norm=0.5", "skyrl.jax.use_ray=true"])
+    assert "RayJaxBackend (skyrl.jax.use_ray) has no gradient clipping" in found["trainer.max_grad_norm"]
+    load_config(["trainer.max_grad_norm=0.5"], notify=quiet)  # in-process JaxBackend clips (jax_backend.py)
     load_config(["trainer.max_grad_norm=0.5", "skyrl.engine=fsdp", "resources.gpus_per_node=1"], notify=quiet)
 
 

@@ -18,8 +18,17 @@ from collections.abc import Iterable
 from typing import Any
 
 ALGORITHM = "skyrl.train.trainer.algorithm."
-EPOCHS = ("trainer.total_epochs", "skyrl.train.trainer.epochs")
-STEPS = ("trainer.total_batches", "skyrl.train.trainer.max_training_steps")
+
+
+def _both_names(common: str) -> tuple[str, ...]:
+    """A common key and its native twin (the key map's)."""
+    from rllm_sweeps.keymap import KEY_MAPPINGS
+
+    return (common, *(m.native for m in KEY_MAPPINGS if m.common == common))
+
+
+EPOCHS = _both_names("trainer.total_epochs")
+STEPS = _both_names("trainer.total_batches")
 USE_KL = ("algorithm.use_kl_loss", ALGORITHM + "use_kl_loss")
 COEF = ("algorithm.kl_beta", ALGORITHM + "kl_loss_coef")
 
