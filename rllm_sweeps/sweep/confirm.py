@@ -51,7 +51,7 @@ def choice_of(param: Param, value: Any) -> Choice:
 def plan_stage(spec: SweepSpec, base_overrides: list[str], sweep_dir: Path) -> Stage | None:
     """The stage's jobs from the search's results, or None (no `confirm`, no completed point)."""
     from rllm_sweeps.report.model import build_report
-    from rllm_sweeps.sweep.planner import TrialPlanner
+    from rllm_sweeps.sweep.trial_planner import TrialPlanner
 
     if spec.confirm is None:
         return None

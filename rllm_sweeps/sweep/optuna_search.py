@@ -40,10 +40,10 @@ from rllm_sweeps.results import COMPLETED, PRUNED, JobResult
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
 from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler
 from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals
-from rllm_sweeps.sweep.planner import TrialPlanner
 from rllm_sweeps.sweep.runner import JobSource, JobToRun, job_dir_for
 from rllm_sweeps.sweep.space import SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec
+from rllm_sweeps.sweep.trial_planner import TrialPlanner
 
 INFEASIBLE = "infeasible"  # trial user attribute: the constraints its point breaks (it never ran)
 FAILED_BECAUSE = "failed_because"  # trial user attribute: why the sweeper failed the trial

@@ -2,7 +2,7 @@
 
     plan = make_plan(spec, base_overrides)          # raises SweepError listing every bad job
     plan = plan_sweep(["+sweep=example"], limit=20)  # parse + plan: a dry run's first 20 jobs
-    trials = TrialPlanner(spec, base_overrides)      # the Optuna sweeper's jobs, a point at a time
+    (trial_planner.py: the Optuna sweeper's jobs, a point at a time)
 
 Huge grids: `make_plan(..., limit=N)` composes and validates only the first N jobs (a dry
 run shows those) while still counting every point and estimating the cost of every job
@@ -33,7 +33,6 @@ from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.overrides import unread_added_key
 from rllm_sweeps.config.plain_tree import plain_get, plain_get_or_none
 from rllm_sweeps.problems import did_you_mean_key
-from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
 from rllm_sweeps.sweep.idle_dimensions import IdleDimensions
 from rllm_sweeps.sweep.job_hashes import job_hashes
 from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
@@ -453,55 +452,9 @@ class Planner:
         )
 
 
-class TrialPlanner:
-    """Jobs one point at a time (the Optuna sweeper's trials), after the sweep is checked once.
-
-    trials = TrialPlanner(spec, base_overrides)            # SweepError: unknown keys, bad base
-    trials.violated(point)                                 # the constraints the point breaks
-    trials.jobs(point, first_index=8, point_index=4)       # composed + validated; SweepError
-    """
-
-    def __init__(self, spec: SweepSpec, base_overrides: Sequence[str], pending: Sequence[ConfigIssue] = ()) -> None:
-        self.spec = spec
-        self._planner = Planner(spec, list(base_overrides))
-        with quiet_skyrl():
-            self._planner.check(list(pending))
-
-    def violated(self, point: Point) -> list[Constraint]:
-        """The constraints `point` breaks (none: it is feasible). SweepError when one cannot be evaluated."""
-        planner = self._planner
-        if not self.spec.constraints:
-            return []
-        planner.issues.clear()
-        read = planner.scanner.reader(point, planner.scanner.constraint_keys)
-        if read is None:
-            raise SweepError(list(planner.issues))
-        broken = []
-        for c in self.spec.constraints:
-            try:
-                if not c.holds(read):
-                    broken.append(c)
-            except (ConstraintEvalError, KeyError) as err:
-                what = f"missing key {err}" if isinstance(err, KeyError) else str(err)
-                message = f"{c.source}: constraint '{c.text}' at [{' '.join(point.overrides)}]: {what}"
-                raise SweepError([ConfigIssue(c.source, message)]) from None
-        return broken
-
-    def jobs(self, point: Point, first_index: int, point_index: int) -> list[PlannedJob]:
-        """The point's jobs (one per seed), numbered from `first_index`. SweepError when invalid."""
-        planner = self._planner
-        planner.issues.clear()
-        with quiet_skyrl():
-            jobs, bad = planner.materialize([point], None, first_index, point_index)
-        if bad:
-            raise SweepError(bad)
-        return jobs
-
-
 __all__ = [
     "MAX_JOBS",
     "Planner",
-    "TrialPlanner",
     "make_plan",
     "plan_request",
     "plan_sweep",
