@@ -245,8 +245,9 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
         if j.effect.kind is Kind.REFUSED
     ]
     loss = _get(plain, "algorithm.loss_fn")
-    known = (*jax_losses(), *skyrl_policy_losses())
-    if isinstance(loss, str) and loss not in known:
+    # SkyRL's registry imports torch (seconds): asked only for a loss the JAX backend lacks.
+    if isinstance(loss, str) and loss not in jax_losses() and loss not in skyrl_policy_losses():
+        known = (*jax_losses(), *skyrl_policy_losses())
         issues.append(
             ConfigIssue(
                 "algorithm.loss_fn",
