@@ -12,42 +12,17 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from jax_runs import settings, tiny_backend
 
-from rllm_sweeps.config.load import load_config
 from rllm_sweeps.engines import jax_losses
 from rllm_sweeps.training.loop import RLTrainer
-from rllm_sweeps.training.settings import LoopSettings
 
 pytestmark = pytest.mark.slow
-
-# Small shapes, the same for every run (one compilation per kind of call).
-SMALL = [
-    "data.train_batch_size=4",
-    "trainer.mini_batch_size=4",
-    "rollout.n=4",
-    "data.val_batch_size=4",
-    "task.dataset.val_size=4",
-    "trainer.total_batches=2",
-]
-
-
-def settings(*overrides: str) -> tuple[LoopSettings, object]:
-    cfg = load_config([*SMALL, *overrides], notify=lambda _: None)
-    return LoopSettings.from_config(cfg), cfg
 
 
 @pytest.fixture(scope="module")
 def backend_and_tokenizer():
-    from transformers import AutoTokenizer
-
-    from rllm_sweeps.job import cache_dir
-    from rllm_sweeps.models import resolve_model_path
-    from rllm_sweeps.training.jax_backend import make_jax_backend
-
-    base, _ = settings()
-    model_dir = resolve_model_path("builtin:tiny-qwen3", cache_dir())
-    backend = make_jax_backend(model_dir, base, max_lora_adapters=14)
-    return backend, AutoTokenizer.from_pretrained(str(model_dir))
+    return tiny_backend(max_lora_adapters=14)
 
 
 def trainer(backend_and_tokenizer, tmp_path, model_id: str, *overrides: str, engine=None) -> RLTrainer:

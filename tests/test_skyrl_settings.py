@@ -14,41 +14,18 @@ import itertools
 
 import numpy as np
 import pytest
+from jax_runs import settings, tiny_backend
 
-from rllm_sweeps.config.load import load_config
 from rllm_sweeps.engines import traits
 from rllm_sweeps.training.loop import RLTrainer
-from rllm_sweeps.training.settings import LoopSettings
 
-SMALL = [
-    "data.train_batch_size=4",
-    "trainer.mini_batch_size=4",
-    "rollout.n=4",
-    "data.val_batch_size=4",
-    "task.dataset.val_size=4",
-    "trainer.total_batches=2",
-]
 ALGORITHM = "skyrl.train.trainer.algorithm."
 _ids = itertools.count()
 
 
-def settings(*overrides: str) -> tuple[LoopSettings, object]:
-    cfg = load_config([*SMALL, *overrides], notify=lambda _: None)
-    return LoopSettings.from_config(cfg), cfg
-
-
 @pytest.fixture(scope="module")
 def backend_and_tokenizer():
-    from transformers import AutoTokenizer
-
-    from rllm_sweeps.job import cache_dir
-    from rllm_sweeps.models import resolve_model_path
-    from rllm_sweeps.training.jax_backend import make_jax_backend
-
-    base, _ = settings()
-    model_dir = resolve_model_path("builtin:tiny-qwen3", cache_dir())
-    backend = make_jax_backend(model_dir, base, max_lora_adapters=32)
-    return backend, AutoTokenizer.from_pretrained(str(model_dir))
+    return tiny_backend(max_lora_adapters=32)
 
 
 @pytest.fixture(scope="module")

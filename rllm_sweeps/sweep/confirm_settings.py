@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rllm_sweeps.problems import did_you_mean
+from rllm_sweeps.sweep.block_settings import block_settings, is_int
 
 FIELDS = ("top", "seeds")
 
@@ -47,27 +47,18 @@ class ConfirmSpec:
 
 def parse_confirm_settings(block: Any, where: str, parts: Mapping[str, tuple[Any, str]], problem: Any) -> ConfirmSpec:
     """The `confirm:` block with the command line's `sweep.confirm.KEY` settings on top."""
-    if block is None:
-        block = {}
-    if not isinstance(block, Mapping):
-        problem(where, f"confirm is a mapping of {', '.join(FIELDS)}, e.g. {{top: 3, seeds: 4}}; got {block!r}")
-        block = {}
-    raw: dict[str, tuple[Any, str]] = {str(k): (v, f"{where}.{k}") for k, v in block.items()}
-    raw.update(parts)
-    for key, (_, at) in raw.items():
-        if key not in FIELDS:
-            problem(at, f"unknown confirm setting '{key}'{did_you_mean(key, FIELDS, n=1)} (settings: top, seeds)")
+    raw = block_settings(block, where, parts, FIELDS, "confirm", problem)
     d = ConfirmSpec()
     top, at = raw.get("top", (d.top, f"{where}.top"))
-    if not _is_int(top) or top < 1:
+    if not is_int(top) or top < 1:
         problem(at, f"confirm.top is the number of best points re-run, an integer >= 1; got {top!r}")
         top = d.top
     seeds, at = raw.get("seeds", (d.seeds, f"{where}.seeds"))
-    if _is_int(seeds):
+    if is_int(seeds):
         if seeds < 2:
             problem(at, f"confirm.seeds needs 2 replicates or more (a confidence interval, a test); got {seeds}")
             seeds = d.seeds
-    elif isinstance(seeds, list | tuple) and len(seeds) >= 2 and all(_is_int(s) and s >= 0 for s in seeds):
+    elif isinstance(seeds, list | tuple) and len(seeds) >= 2 and all(is_int(s) and s >= 0 for s in seeds):
         if len(set(seeds)) != len(seeds):
             problem(at, f"confirm.seeds repeat: {list(seeds)}")
         seeds = tuple(seeds)
@@ -75,7 +66,3 @@ def parse_confirm_settings(block: Any, where: str, parts: Mapping[str, tuple[Any
         problem(at, f"confirm.seeds is a number >= 2 or a list of 2 or more seeds >= 0; got {seeds!r}")
         seeds = d.seeds
     return ConfirmSpec(int(top), seeds)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -6,16 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from rllm_sweeps.config.issues import ConfigIssue
+from rllm_sweeps.config.plain_tree import plain_get_or_none
 from rllm_sweeps.sweep.param import Param
-
-
-def _get(plain: dict[str, Any], key: str) -> Any:
-    node: Any = plain
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 class IdleDimensions:
@@ -33,7 +25,7 @@ class IdleDimensions:
         from rllm_sweeps.config.setting_effect import Kind, setting_effect
 
         for key in list(self.watched):
-            effect = setting_effect(key, _get(plain, key), plain)
+            effect = setting_effect(key, plain_get_or_none(plain, key), plain)
             if effect.kind is Kind.UNUSED:
                 self.why.setdefault(key, (self.watched[key], effect.why))
             else:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.problems import did_you_mean
+from rllm_sweeps.sweep.block_settings import block_settings, is_int
 from rllm_sweeps.sweep.param import Param
 
 FIELDS = ("population", "interval", "quantile", "factors", "resample_probability", "mutate")
@@ -77,16 +78,7 @@ def parse_pbt_settings(
 ) -> PbtSpec:
     """The `pbt:` block with the command line's `sweep.pbt.KEY` settings (`parts`) on top, checked
     against the sweep's parameters. Every problem goes to `problem(where, message)`."""
-    if block is None:
-        block = {}
-    if not isinstance(block, Mapping):
-        problem(where, f"pbt is a mapping of {', '.join(FIELDS)}; got {block!r}")
-        block = {}
-    raw: dict[str, tuple[Any, str]] = {str(k): (v, f"{where}.{k}") for k, v in block.items()}
-    raw.update(parts)
-    for key, (_, at) in raw.items():
-        if key not in FIELDS:
-            problem(at, f"unknown pbt setting '{key}'{did_you_mean(key, FIELDS, n=1)} (settings: {', '.join(FIELDS)})")
+    raw = block_settings(block, where, parts, FIELDS, "pbt", problem)
     d = PbtSpec()
 
     def get(key: str, default: Any) -> tuple[Any, str]:
@@ -94,11 +86,11 @@ def parse_pbt_settings(
         return (default if value is None else value), at
 
     population, at = get("population", d.population)
-    if not _is_int(population) or population < 2:
+    if not is_int(population) or population < 2:
         problem(at, f"pbt.population is the number of trials, an integer >= 2; got {population!r}")
         population = d.population
     interval, at = get("interval", d.interval)
-    if not _is_int(interval) or interval < 1:
+    if not is_int(interval) or interval < 1:
         problem(at, f"pbt.interval is a number of training steps >= 1; got {interval!r}")
         interval = d.interval
     quantile, at = get("quantile", d.quantile)
@@ -156,22 +148,18 @@ def pbt_job_issues(spec: PbtSpec, plain: Mapping[str, Any]) -> list[str]:
     out = []
     for key in ("test_freq", "save_freq"):
         value = trainer.get(key)
-        if not _is_int(value) or value <= 0 or spec.interval % value:
+        if not is_int(value) or value <= 0 or spec.interval % value:
             out.append(
                 f"trainer.{key}={value} must divide pbt.interval={spec.interval} (a trial's score and "
                 f"checkpoint at each interval): use trainer.{key}={spec.interval}"
             )
     total = trainer.get("total_batches")
-    if _is_int(total) and 0 <= total <= spec.interval:
+    if is_int(total) and 0 <= total <= spec.interval:
         out.append(
             f"trainer.total_batches={total} leaves no perturbation interval before the last step "
             f"(pbt.interval={spec.interval}): train longer or lower the interval"
         )
     return out
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _is_number(value: Any) -> bool:
