@@ -90,7 +90,8 @@ def main() -> int:
     for name, fp in prints.items():
         diff = first_difference(before[name], fp)
         differing += diff is not None
-        print(f"{name}: {len(fp['metrics'])} metrics lines, {len(fp['checkpoints'])} checkpoint files: {diff or 'identical'}")
+        counts = f"{len(fp['metrics'])} metrics lines, {len(fp['checkpoints'])} checkpoint files"
+        print(f"{name}: {counts}: {diff or 'identical'}")
     return 1 if differing else 0
 
 
