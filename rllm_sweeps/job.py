@@ -31,15 +31,9 @@ from rllm_sweeps.job_dir import JobLost, JobRefused, hold_job_dir, note_holder, 
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.records.attempts import AttemptFence, read_attempts
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind, JobStatus
 from rllm_sweeps.results import (
-    COMPLETED,
     DEFAULT_METRIC,
-    FAILED,
-    OUT_OF_MEMORY,
-    OUT_OF_MEMORY_FIX,
-    PREEMPTED,
-    PRUNED,
-    RUNNING,
     JobResult,
     MetricsLog,
     best_values,
@@ -110,16 +104,20 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         lock = hold_job_dir(job_dir)
     except JobLost as err:  # nothing written: the directory belongs to the other attempt
         print(f"failed: {err}", file=sys.stderr)
-        return JobResult(status=FAILED, config_hash=chash, error=str(err), failure_kind="infrastructure")
+        return JobResult(
+            status=JobStatus.FAILED, config_hash=chash, error=str(err), failure_kind=FailureKind.INFRASTRUCTURE
+        )
     fence = AttemptFence(job_dir)
     if not fence.current():  # the sweep launched this job again after giving up on this attempt
         print(f"failed: {fence.why_stale()}", file=sys.stderr)
         lock.close()
-        return JobResult(status=FAILED, config_hash=chash, error=fence.why_stale(), failure_kind="infrastructure")
+        return JobResult(
+            status=JobStatus.FAILED, config_hash=chash, error=fence.why_stale(), failure_kind=FailureKind.INFRASTRUCTURE
+        )
     previous = JobResult.read(job_dir)
     if (
         previous is not None
-        and previous.status == COMPLETED
+        and previous.status is JobStatus.COMPLETED
         and previous.config_hash == chash
         and cfg.trainer.resume_mode == "auto"
     ):
@@ -137,7 +135,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         write_hydra_record(JobPaths(job_dir).hydra, cfg, hydra_cfg)
     quiet_library_logs()
     result = JobResult(
-        status=RUNNING,
+        status=JobStatus.RUNNING,
         config_hash=chash,
         overrides=list(overrides),
         started_at=started,
@@ -167,14 +165,17 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
             setattr(result, key, summary[key])
         # A stop that came after the last step stopped nothing: the job completed.
         stopped = bool(stop) and not summary["finished"]
-        result.status = PREEMPTED if stopped else PRUNED if summary["pruned_at"] is not None else COMPLETED
+        if stopped:
+            result.status = JobStatus.PREEMPTED
+        else:
+            result.status = JobStatus.PRUNED if summary["pruned_at"] is not None else JobStatus.COMPLETED
     except KeyboardInterrupt as err:
-        result.status, result.error = PREEMPTED, f"stopped by {err}"
+        result.status, result.error = JobStatus.PREEMPTED, f"stopped by {err}"
     except Exception as err:  # recorded; the caller turns it into the exit status
-        result.status = FAILED
+        result.status = JobStatus.FAILED
         result.error = "".join(traceback.format_exception(err))[-4000:]
         result.failure_kind = failure_kind(err)
-        if result.failure_kind == OUT_OF_MEMORY:  # said plainly, with the fix, as the error's last line
+        if result.failure_kind is FailureKind.OUT_OF_MEMORY:  # said plainly, with the fix, as the error's last line
             result.error += f"\nout of accelerator memory: {OUT_OF_MEMORY_FIX}"
     finally:
         result.ended_at = time.time()
@@ -183,7 +184,9 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
             if current:
                 result.write(job_dir)
     if not fence.current():
-        result = JobResult(status=FAILED, config_hash=chash, error=fence.why_stale(), failure_kind="infrastructure")
+        result = JobResult(
+            status=JobStatus.FAILED, config_hash=chash, error=fence.why_stale(), failure_kind=FailureKind.INFRASTRUCTURE
+        )
     _print_outcome(result)
     lock.close()  # the next attempt may start
     return result
@@ -476,7 +479,7 @@ def git_revision() -> str | None:
 
 
 def _print_outcome(result: JobResult) -> None:
-    if result.status == COMPLETED:
+    if result.status is JobStatus.COMPLETED:
         reward = result.final.get(DEFAULT_METRIC)
         shown = f"{reward:.4f}" if isinstance(reward, int | float) else "not measured"
         seen = [float(v[DEFAULT_METRIC]) for v in result.validations if isinstance(v.get(DEFAULT_METRIC), int | float)]
@@ -485,9 +488,9 @@ def _print_outcome(result: JobResult) -> None:
             f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final {DEFAULT_METRIC}={shown}"
             + (f"; note: {flat}" if flat else "")
         )
-    elif result.status == PRUNED:
+    elif result.status is JobStatus.PRUNED:
         print(f"pruned at step {result.steps}: the trial's pruner stopped it")
-    elif result.status == PREEMPTED:
+    elif result.status is JobStatus.PREEMPTED:
         print(f"stopped after step {result.steps}: rerun the same command to resume", file=sys.stderr)
     else:
         print(f"failed: {(result.error or '').strip().splitlines()[-1]}", file=sys.stderr)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.status import FailureKind, JobStatus
 
 SCHEMA_VERSION = 1
 # What a job's `final` holds: the validation metrics the loop reports (a sweep's metric is one of them).
@@ -25,23 +26,10 @@ DEFAULT_METRIC, DEFAULT_GOAL = "val_reward_mean", "maximize"
 # The sweep's metrics and goals, handed to each job ("NAME:GOAL,..."): a job's `best` follows them.
 METRICS_ENV = "RLLM_SWEEPS_METRICS"
 
-# Job states. `completed` and `pruned` are final successes; resume reruns the others.
-COMPLETED, FAILED, PRUNED, RUNNING, PREEMPTED = "completed", "failed", "pruned", "running", "preempted"
-STATUSES = (COMPLETED, FAILED, PRUNED, RUNNING, PREEMPTED)
-
-# A failed job's failure_kind: "user" (config, reward code: not retried), "infrastructure" (worth a retry
-# elsewhere), or OUT_OF_MEMORY: the accelerator's memory ran out (not retried: the same job on the
-# same share fails again), with the settings that fix it.
-OUT_OF_MEMORY = "out-of-memory"
-OUT_OF_MEMORY_FIX = (
-    "lower skyrl.jax.train_micro_batch_size or skyrl.jax.sample_max_num_sequences, or give each job a GPU "
-    "of its own (resources.jobs_per_gpu=1)"
-)
-
 
 @dataclass
 class JobResult:
-    status: str
+    status: JobStatus
     config_hash: str
     overrides: list[str] = field(default_factory=list)
     steps: int = 0  # training steps completed
@@ -59,13 +47,18 @@ class JobResult:
     backend: str = ""  # the SkyRL backend class that trained (JaxBackend, RayJaxBackend, ...)
     processes: int = 1  # JAX processes (RayJaxBackend: one per bundle)
     error: str | None = None  # the tail of the error, for failed jobs
-    failure_kind: str | None = None  # "user" | "infrastructure" | OUT_OF_MEMORY (above)
+    failure_kind: FailureKind | None = None  # for a failed job: whose fault
     gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the job ran with (None: not set)
     retries: int = 0  # times the sweep launched the job again after an infrastructure failure
     retry_reasons: list[str] = field(default_factory=list)  # why, one line per retry
     versions: dict[str, str] = field(default_factory=dict)
     git_revision: str | None = None
     schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        # result.json holds the enums' strings: read back (or given as strings), they are the enums again.
+        self.status = JobStatus(self.status)
+        self.failure_kind = None if self.failure_kind is None else FailureKind(self.failure_kind)
 
     def write(self, job_dir: Path) -> Path:
         return write_json_atomic(JobPaths(Path(job_dir)).result, asdict(self))
@@ -76,10 +69,10 @@ class JobResult:
         path = JobPaths(Path(job_dir)).result
         try:
             data = json.loads(path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+            known = {f.name for f in fields(cls)}
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except (FileNotFoundError, json.JSONDecodeError, ValueError, TypeError):  # TypeError: no status
             return None
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def judged_metrics(env: str | None = None) -> list[tuple[str, str]]:
