@@ -31,16 +31,16 @@ from rllm_sweeps.job_dir import JobLost, JobRefused, hold_job_dir, note_holder, 
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.records.attempts import AttemptFence, read_attempts
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind, JobStatus
-from rllm_sweeps.results import (
+from rllm_sweeps.records.metrics import (
     DEFAULT_METRIC,
-    JobResult,
     MetricsLog,
     best_values,
     judged_metrics,
     never_moved,
     read_metrics,
 )
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind, JobStatus
 
 EXIT_PREEMPTED = 143  # 128 + SIGTERM, what a scheduler expects from a job it stopped
 VERSIONED_PACKAGES = ("rllm-sweeps", "skyrl", "jax", "ray", "hydra-core", "optuna", "submitit", "torch")

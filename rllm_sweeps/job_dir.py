@@ -14,8 +14,8 @@ from typing import IO
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
-from rllm_sweeps.results import JobResult
 
 
 class JobRefused(ValueError):

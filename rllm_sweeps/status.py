@@ -15,9 +15,10 @@ from pathlib import Path
 
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.metrics import DEFAULT_METRIC, read_metrics
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.report.sweepdir import not_a_sweep_dir
-from rllm_sweeps.results import DEFAULT_METRIC, JobResult, read_metrics
 
 
 def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:

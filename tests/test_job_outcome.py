@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rllm_sweeps.job import _print_outcome
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
-from rllm_sweeps.results import JobResult
 
 
 def completed(*rewards: float) -> JobResult:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import optuna
 import pytest
 
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
-from rllm_sweeps.results import JobResult
 from rllm_sweeps.sweep.optuna_search import OptunaSource
 from rllm_sweeps.sweep.parse_cli import parse_sweep
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from rllm_sweeps.records.metrics import MetricsLog
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.report import (
     NO_RESULT,
@@ -26,7 +28,6 @@ from rllm_sweeps.report import (
     write_report,
 )
 from rllm_sweeps.report.plots import spans_decade
-from rllm_sweeps.results import JobResult, MetricsLog
 
 BASE = ["trainer.total_batches=4", "task=toy_letters"]
 

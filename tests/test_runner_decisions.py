@@ -19,8 +19,8 @@ import pytest
 from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.plan import Metric
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
-from rllm_sweeps.results import JobResult
 from rllm_sweeps.sweep.plan import PlannedJob
 from rllm_sweeps.sweep.runner import StaticSource, SweepRunner, job_dir_for
 
@@ -279,7 +279,7 @@ def test_the_progress_lines_best_on_a_tie_is_the_first_job_as_in_the_report_and_
 
 
 def test_the_progress_line_shows_each_running_jobs_step_and_an_eta_before_any_job_ends(tmp_path, capsys):
-    from rllm_sweeps.results import MetricsLog
+    from rllm_sweeps.records.metrics import MetricsLog
     from rllm_sweeps.sweep.runner import JobToRun, _Running
 
     jobs = planned(3)

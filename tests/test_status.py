@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
-from rllm_sweeps.results import JobResult
 from rllm_sweeps.status import status_rows
 
 

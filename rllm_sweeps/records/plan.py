@@ -11,7 +11,7 @@ seed key, the swept keys), so that no reader interprets the sweep DSL again; `sp
 in file syntax) stays for people and for a rerun's sweep id. A plan.json of schema 1 lacks the
 facts: its reader derives them from `spec` with the spec parser (report/sweepdir.py).
 
-Standard library and rllm_sweeps.results only: reading a sweep directory must stay fast.
+Standard library and records/ only: reading a sweep directory must stay fast.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rllm_sweeps.results import DEFAULT_GOAL, DEFAULT_METRIC
+from rllm_sweeps.records.metrics import DEFAULT_GOAL, DEFAULT_METRIC
 
 PLAN_SCHEMA_VERSION = 2  # 2: the facts (metrics, seed_key, swept) are stated
 

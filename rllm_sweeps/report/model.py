@@ -20,19 +20,14 @@ from typing import Any
 
 from rllm_sweeps.records.attempts import read_attempts, total_time_s
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
+from rllm_sweeps.records.metrics import best_values, never_moved, read_metrics, same_value
 from rllm_sweeps.records.plan import Metric
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import FINAL_STATUSES, OUT_OF_MEMORY_FIX, FailureKind, JobStatus
 from rllm_sweeps.report.confirm_stats import confirm
 from rllm_sweeps.report.confirmation import ConfirmationReport, ConfirmedPoint
 from rllm_sweeps.report.study import StudySummary, read_study
 from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
-from rllm_sweeps.results import (
-    JobResult,
-    best_values,
-    never_moved,
-    read_metrics,
-    same_value,
-)
 
 # Planned jobs with no result.json: the directory is there (the job died before writing
 # one), or not (the job never started).

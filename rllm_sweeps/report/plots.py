@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.metrics import read_metrics
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.report.model import PointRow, Report
 from rllm_sweeps.report.render import fmt_value, point_label, short_keys
-from rllm_sweeps.results import read_metrics
 
 TRAIN_METRIC = "reward_mean"
 MAX_LEGEND = 10  # series in a legend; more are drawn without one

@@ -22,7 +22,7 @@ from typing import Any
 
 from rllm_sweeps.records.layout import JOBS_DIR, MANIFEST_FILE, PLAN_FILE, RESULT_FILE, JobPaths
 from rllm_sweeps.records.plan import PlanFacts, PlanRecord
-from rllm_sweeps.results import JobResult
+from rllm_sweeps.records.result import JobResult
 
 
 class ReportError(Exception):

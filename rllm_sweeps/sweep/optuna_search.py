@@ -36,8 +36,8 @@ from typing import Any
 
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.records.layout import PLAN_FILE
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
-from rllm_sweeps.results import JobResult
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
 from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler
 from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals

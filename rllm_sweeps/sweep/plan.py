@@ -112,7 +112,7 @@ class Plan:
 
     def write(self, path: Path | str) -> Path:
         """plan.json, written atomically; the jobs are streamed to it, one line each."""
-        from rllm_sweeps.results import open_atomic
+        from rllm_sweeps.records.atomic import open_atomic
 
         path = Path(path)
         if path.is_dir() or path.suffix != ".json":

@@ -25,9 +25,9 @@ from omegaconf import DictConfig
 from launchers.base import Launcher
 from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.planned import job_overrides
+from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import MANIFEST_FILE
 from rllm_sweeps.records.writable import unwritable
-from rllm_sweeps.results import write_json_atomic
 from rllm_sweeps.sweep.memory_check import memory_lines
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import MAX_JOBS, plan_sweep
