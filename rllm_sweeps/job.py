@@ -39,7 +39,7 @@ from rllm_sweeps.records.metrics import (
     never_moved,
     read_metrics,
 )
-from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.result import PHASES, JobResult, TrainingSummary, phase_metric
 from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind, JobStatus
 
 EXIT_PREEMPTED = 143  # 128 + SIGTERM, what a scheduler expects from a job it stopped
@@ -160,15 +160,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         where = f" (resuming from {resume_from.name})" if resume_from else ""
         print(f"job {chash} in {job_dir}{where}", flush=True)
         with stop:
-            summary = _train(cfg, job_dir, resume_from, stop, fence)
-        for key in ("steps", "final", "best", "validations", "phase_time_s", "backend", "processes", "nodes"):
-            setattr(result, key, summary[key])
-        # A stop that came after the last step stopped nothing: the job completed.
-        stopped = bool(stop) and not summary["finished"]
-        if stopped:
-            result.status = JobStatus.PREEMPTED
-        else:
-            result.status = JobStatus.PRUNED if summary["pruned_at"] is not None else JobStatus.COMPLETED
+            result.record_training(_train(cfg, job_dir, resume_from, stop, fence), stop_requested=bool(stop))
     except KeyboardInterrupt as err:
         result.status, result.error = JobStatus.PREEMPTED, f"stopped by {err}"
     except Exception as err:  # recorded; the caller turns it into the exit status
@@ -194,7 +186,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
 
 def _train(
     cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested, fence: AttemptFence
-) -> dict[str, Any]:
+) -> TrainingSummary:
     """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.data.task import job_task, job_workflow
     from rllm_sweeps.engines import traits
@@ -261,13 +253,13 @@ def _train(
         # A resumed job's history starts with the validations of its earlier attempts (metrics.jsonl
         # keeps them up to the checkpoint): its best is over the whole run, not this attempt.
         vals: list[dict[str, Any]] = [r for r in read_metrics(job_dir) if r.get("kind") == "val"] if resume_from else []
-        phases = {"sample": 0.0, "forward_backward": 0.0, "optim": 0.0, "other": 0.0}
+        phases = dict.fromkeys(PHASES, 0.0)
 
         def on_step_end(metrics: dict) -> None:
             # total_steps: a sweep's progress line shows each running job's step of its total.
             metrics_log.append({"kind": "train", "time": time.time(), "total_steps": trainer.total_steps, **metrics})
             for name in phases:
-                phases[name] += metrics[f"time_{name}_s"]
+                phases[name] += metrics[phase_metric(name)]
             for t in trackers:
                 t.log(metrics, metrics["step"])
 
@@ -307,18 +299,18 @@ def _train(
             for t in trackers:
                 t.close()
     history = [_validation_record(v) for v in vals]
-    return {
-        "steps": trainer.state.step,
-        "finished": trainer.state.step >= trainer.total_steps,
-        "final": {k: v for k, v in history[-1].items() if k != "step"} if history else {},
-        "best": best_values(history, judged_metrics()),  # the sweep's metrics, each by its goal
-        "validations": history,
-        "phase_time_s": phases,
-        "backend": type(backend).__name__,
-        "processes": int(getattr(getattr(backend, "config", None), "num_processes", None) or 1),
-        "nodes": n_nodes,
-        "pruned_at": trial.pruned_at if trial is not None else None,
-    }
+    return TrainingSummary(
+        steps=trainer.state.step,
+        finished=trainer.state.step >= trainer.total_steps,
+        final={k: v for k, v in history[-1].items() if k != "step"} if history else {},
+        best=best_values(history, judged_metrics()),  # the sweep's metrics, each by its goal
+        validations=history,
+        phase_time_s=phases,
+        backend=type(backend).__name__,
+        processes=int(getattr(getattr(backend, "config", None), "num_processes", None) or 1),
+        nodes=n_nodes,
+        pruned_at=trial.pruned_at if trial is not None else None,
+    )
 
 
 def _validation_record(metrics: dict[str, Any]) -> dict[str, float]:

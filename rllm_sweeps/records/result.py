@@ -13,6 +13,30 @@ from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.status import FailureKind, JobStatus
 
 SCHEMA_VERSION = 1
+# result.json's phase_time_s: the seconds of each phase, summed over the job's training steps; each step's
+# are its train record's time_<phase>_s (training/metrics.py's StepTimes measures them).
+PHASES = ("sample", "forward_backward", "optim", "other")
+
+
+def phase_metric(phase: str) -> str:
+    """The train record's key of a phase's seconds in one step."""
+    return f"time_{phase}_s"
+
+
+@dataclass(frozen=True)
+class TrainingSummary:
+    """What a job's training did (job.py's loop), for its result.json."""
+
+    steps: int  # training steps completed
+    finished: bool  # every planned step ran
+    final: dict[str, float]  # the last validation's metrics
+    best: dict[str, float]  # each judged metric's best value, by its goal
+    validations: list[dict[str, float]]  # every validation's metrics, with its step
+    phase_time_s: dict[str, float]  # by PHASES
+    backend: str  # the SkyRL backend class that trained
+    processes: int  # JAX processes
+    nodes: int  # nodes of the job's Ray cluster
+    pruned_at: int | None = None  # the step its Optuna trial's pruner stopped it at
 
 
 @dataclass
@@ -25,7 +49,7 @@ class JobResult:
     best: dict[str, float] = field(default_factory=dict)  # best value of each judged metric, by its goal
     validations: list[dict[str, float]] = field(default_factory=list)  # every validation's metrics, with its step
     wall_time_s: float = 0.0  # this attempt, from job start to end
-    phase_time_s: dict[str, float] = field(default_factory=dict)  # sample / forward_backward / optim / other
+    phase_time_s: dict[str, float] = field(default_factory=dict)  # by PHASES
     started_at: float = 0.0  # unix time of this attempt's start
     ended_at: float | None = None
     restarts: int = 0  # times the job was resumed from a checkpoint
@@ -47,6 +71,17 @@ class JobResult:
         # result.json holds the enums' strings: read back (or given as strings), they are the enums again.
         self.status = JobStatus(self.status)
         self.failure_kind = None if self.failure_kind is None else FailureKind(self.failure_kind)
+
+    def record_training(self, summary: TrainingSummary, stop_requested: bool) -> None:
+        """What the training did, and the state it ended in. A stop that came after the last step
+        stopped nothing: the job completed."""
+        self.steps, self.final, self.best = summary.steps, summary.final, summary.best
+        self.validations, self.phase_time_s = summary.validations, summary.phase_time_s
+        self.backend, self.processes, self.nodes = summary.backend, summary.processes, summary.nodes
+        if stop_requested and not summary.finished:
+            self.status = JobStatus.PREEMPTED
+        else:
+            self.status = JobStatus.PRUNED if summary.pruned_at is not None else JobStatus.COMPLETED
 
     def write(self, job_dir: Path) -> Path:
         return write_json_atomic(JobPaths(Path(job_dir)).result, asdict(self))
