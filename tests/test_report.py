@@ -154,7 +154,8 @@ def finished_sweep(tmp_path: Path, metric: Any = None, values: list[float] = (0.
 
 def test_plan_dict_shape_matches_plan_to_dict():
     """The synthetic plan.json has the keys the real Plan writes (so these tests read real plans)."""
-    from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals
+    from rllm_sweeps.records.plan import PlannedJob, Totals
+    from rllm_sweeps.sweep.plan import Plan
     from rllm_sweeps.sweep.spec import SweepSpec
 
     ours = plan_dict(ZIP_POINTS)

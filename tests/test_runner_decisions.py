@@ -18,10 +18,9 @@ import pytest
 
 from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from rllm_sweeps.records import attempts
-from rllm_sweeps.records.plan import Metric
+from rllm_sweeps.records.plan import Metric, PlannedJob
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
-from rllm_sweeps.sweep.plan import PlannedJob
 from rllm_sweeps.sweep.runner import StaticSource, SweepRunner, job_dir_for
 
 

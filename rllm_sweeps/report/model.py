@@ -21,7 +21,7 @@ from typing import Any
 from rllm_sweeps.records.attempts import read_attempts, total_time_s
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
 from rllm_sweeps.records.metrics import best_values, never_moved, read_metrics, same_value
-from rllm_sweeps.records.plan import Metric
+from rllm_sweeps.records.plan import Metric, PlannedJob
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import FINAL_STATUSES, OUT_OF_MEMORY_FIX, FailureKind, JobStatus
 from rllm_sweeps.report.confirm_stats import confirm
@@ -157,9 +157,8 @@ def build_report(sweep_dir: Path | str) -> Report:
     best = [b for b in (best_point(points, m) for m in metrics) if b is not None]
     tally = Counter(j.status for j in jobs)
     counts = {str(s): tally[s] for s in STATUS_ORDER if tally[s]}
-    counts.update({s: n for s, n in sorted(tally.items()) if s not in counts})  # statuses from newer writers
 
-    planned_jobs = int(plan.totals.get("jobs") or len(jobs))
+    planned_jobs = plan.totals.jobs or len(jobs)
     notes = unmoved_notes(jobs, metrics)
     damaged = [j for j in jobs if j.status == NO_RESULT and j.error == DAMAGED_RESULT]
     if damaged:
@@ -269,21 +268,18 @@ class _Curve:
         return max(times) if times else None
 
 
-def _job_row(sd: SweepDir, planned: dict[str, Any], swept: list[str], metrics: list[Metric]) -> JobRow:
-    index = int(planned.get("index", 0))
-    chash = str(planned.get("config_hash", ""))
-    params = planned.get("params") or {}
+def _job_row(sd: SweepDir, planned: PlannedJob, swept: list[str], metrics: list[Metric]) -> JobRow:
     row = JobRow(
-        index=index,
-        config_hash=chash,
-        point_id=str(planned.get("point_id") or chash),
-        point_index=int(planned.get("point_index", index)),
-        params={k: params[k] for k in swept if k in params},
-        seed=planned.get("seed"),
+        index=planned.index,
+        config_hash=planned.config_hash,
+        point_id=planned.point_id,
+        point_index=planned.point_index,
+        params={k: planned.params[k] for k in swept if k in planned.params},
+        seed=planned.seed,
         status=NOT_STARTED,
-        overrides=[str(o) for o in planned.get("overrides") or []],
+        overrides=list(planned.overrides),
     )
-    job_dir, result = sd.job_dir_of(index, chash)
+    job_dir, result = sd.job_dir_of(planned.index, planned.config_hash)
     row.job_dir = job_dir
     if job_dir is None:
         return row

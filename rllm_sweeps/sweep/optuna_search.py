@@ -36,11 +36,12 @@ from typing import Any
 
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.records.layout import PLAN_FILE
+from rllm_sweeps.records.plan import PlannedJob, Totals
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
 from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler
-from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals
+from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.runner import JobSource, JobToRun, job_dir_for
 from rllm_sweeps.sweep.space import SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec

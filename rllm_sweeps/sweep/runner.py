@@ -27,9 +27,10 @@ from rllm_sweeps.config.planned import VALIDATED_ENV, job_overrides, overrides_d
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
 from rllm_sweeps.records.metrics import METRICS_ENV, metrics_env, read_metrics, same_value
+from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import FailureKind, JobStatus
-from rllm_sweeps.sweep.plan import Plan, PlannedJob
+from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.spec import Metric
 from rllm_sweeps.trackers import clock
 
