@@ -88,7 +88,8 @@ class JobResult:
 
     @classmethod
     def read(cls, job_dir: Path) -> JobResult | None:
-        """The job's result, or None if it has none (never started, or died before writing)."""
+        """The job's result, or None if it has none (never started, or died before writing) or one
+        that cannot be read (cut short, or a status no writer here knows)."""
         path = JobPaths(Path(job_dir)).result
         try:
             data = json.loads(path.read_text())
