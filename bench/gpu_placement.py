@@ -66,7 +66,8 @@ class MemorySampler(threading.Thread):
 
 def run_sweep(name: str, sweep_dir: Path, extra: list[str], steps: int) -> dict:
     from rllm_sweeps.records.attempts import read_events
-    from rllm_sweeps.results import JobResult, read_metrics
+    from rllm_sweeps.records.metrics import read_metrics
+    from rllm_sweeps.records.result import JobResult
 
     cmd = [sys.executable, str(REPO / "train.py"), "-m", "trainer.lr=1e-4,3e-4", "hydra.sweeper.parallel=2"]
     cmd += [*MODEL, f"trainer.total_batches={steps}", *extra, f"hydra.sweep.dir={sweep_dir}"]

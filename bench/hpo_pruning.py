@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 def run(sweep_dir: Path, extra: list[str]) -> dict[str, float]:
     import optuna
 
-    from rllm_sweeps.results import JobResult
+    from rllm_sweeps.records.result import JobResult
     from rllm_sweeps.study import open_storage
 
     cmd = [sys.executable, str(REPO / "train.py"), "-m", "+sweep=lr_optuna", *extra, f"hydra.sweep.dir={sweep_dir}"]

@@ -94,8 +94,8 @@ def selected(sweep_dir: Path) -> tuple[list[str], Path, float, float]:
 
 def true_reward(out: Path, overrides: list[str], search_job: Path) -> list[float]:
     """The selected config (a PBT trial: its schedule) trained again with TRUE_SEEDS, 2 at a time."""
+    from rllm_sweeps.records.result import JobResult
     from rllm_sweeps.records.schedule import read_schedule, write_schedule
-    from rllm_sweeps.results import JobResult
 
     schedule = read_schedule(search_job)
     procs = []
@@ -121,7 +121,7 @@ def true_reward(out: Path, overrides: list[str], search_job: Path) -> list[float
 
 
 def steps_spent(sweep_dir: Path) -> int:
-    from rllm_sweeps.results import JobResult
+    from rllm_sweeps.records.result import JobResult
 
     return sum(r.steps for p in sweep_dir.glob("jobs/*/result.json") if (r := JobResult.read(p.parent)))
 

@@ -36,7 +36,7 @@ from launchers.base import JobState, LaunchRequest  # noqa: E402
 from launchers.slurm import SlurmLauncher, SlurmSettings  # noqa: E402
 from rllm_sweeps.local_slurm import LocalSlurm  # noqa: E402
 from rllm_sweeps.records.attempts import latest_scheduler_id  # noqa: E402
-from rllm_sweeps.results import read_metrics  # noqa: E402
+from rllm_sweeps.records.metrics import read_metrics  # noqa: E402
 
 QUICK = [
     "trainer.total_batches=2",

@@ -32,7 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rllm_sweeps.results import JobResult, read_metrics  # noqa: E402
+from rllm_sweeps.records.metrics import read_metrics  # noqa: E402
+from rllm_sweeps.records.result import JobResult  # noqa: E402
 
 BACKEND_TIMES = ("time_sample_s", "time_forward_backward_s", "time_optim_s", "time_sync_s")
 

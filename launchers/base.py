@@ -31,7 +31,9 @@ class LaunchRequest:
 
 
 @dataclass
-class JobStatus:
+class PollStatus:
+    """What `poll` says of a launched job: where it is and, once ended, how (result.json says the rest)."""
+
     state: JobState
     returncode: int | None = None
     detail: str = ""  # e.g. the scheduler's job id or reason
@@ -52,7 +54,7 @@ class Launcher(abc.ABC):
         """Start the job (or queue it with the scheduler); returns a handle. Never waits for it."""
 
     @abc.abstractmethod
-    def poll(self, handle: Any) -> JobStatus:
+    def poll(self, handle: Any) -> PollStatus:
         """Where the job is now. Cheap: the sweeper calls it often."""
 
     @abc.abstractmethod

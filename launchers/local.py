@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from launchers.gpu_placement import GpuPool, GpuRequest, job_environment, memory_fraction
 from launchers.gpus import gpu_memory_bytes, visible_gpus
 from launchers.warm_server import WARM_SERVER_ENV
@@ -122,19 +122,19 @@ class LocalLauncher(Launcher):
             print(f"[sweep] note: jobs start as fresh interpreters from now on (fork server: {err})", flush=True)
             return None
 
-    def poll(self, handle: LocalHandle) -> JobStatus:
+    def poll(self, handle: LocalHandle) -> PollStatus:
         if handle.process is None and not self._start_when_placed(handle):
-            return JobStatus(JobState.PENDING, detail="waiting for a GPU")
+            return PollStatus(JobState.PENDING, detail="waiting for a GPU")
         assert handle.process is not None
         code = handle.process.poll()
         if code is None:
-            return JobStatus(JobState.RUNNING, detail=f"pid {handle.process.pid}")
+            return PollStatus(JobState.RUNNING, detail=f"pid {handle.process.pid}")
         self.gpus.release(handle)
         handle.close()
         failure = None
         if code == -signal.SIGKILL:
             failure = "killed by SIGKILL (the kernel's out-of-memory killer, or kill -9)"
-        return JobStatus(JobState.FINISHED, returncode=code, failure=failure)
+        return PollStatus(JobState.FINISHED, returncode=code, failure=failure)
 
     def cancel(self, handle: LocalHandle, timeout: float = 60) -> None:
         self.gpus.release(handle)

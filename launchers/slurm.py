@@ -27,7 +27,7 @@ from typing import Any
 
 import submitit
 
-from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from launchers.slurm_settings import SlurmSettings
 from launchers.slurm_states import REQUEUE_MAY_FOLLOW, JobWatch, base_state, classify_end, is_live
 from launchers.slurm_task import TrainCommand
@@ -194,7 +194,7 @@ class SlurmLauncher(Launcher):
                 return max(1, int(value.strip()))
         return 1001  # SLURM's default
 
-    def poll(self, job: submitit.Job) -> JobStatus:
+    def poll(self, job: submitit.Job) -> PollStatus:
         now = time.monotonic()
         if now - self._last_poll >= self.settings.poll_interval_s:
             self._last_poll = now
@@ -204,14 +204,14 @@ class SlurmLauncher(Launcher):
         ended = watch.observe(state, now, lambda: self.last_ended_state(job.job_id))
         if ended is None:
             pending = JobState.PENDING if state == "PENDING" else JobState.RUNNING
-            return JobStatus(pending, detail=f"{job.job_id} {state}")
+            return PollStatus(pending, detail=f"{job.job_id} {state}")
         final, requeued = ended
         if (job_dir := self._job_dirs.get(job.job_id)) is not None:
             self.record_missing_ends({job_dir: [job.job_id]})
         log = self.log_tail(job) if final != "COMPLETED" else ""
         end = classify_end(final, log, started=self.process_started(job.job_id))
         failure = f"{end.failure}, requeued by SLURM" if requeued and end.failure else end.failure
-        return JobStatus(JobState.FINISHED, returncode=end.returncode, detail=end.reason, failure=failure, log=log)
+        return PollStatus(JobState.FINISHED, returncode=end.returncode, detail=end.reason, failure=failure, log=log)
 
     def log_tail(self, job: submitit.Job, size: int = 4000) -> str:
         """The end of the job's SLURM log (submitit's stderr file: srun's and slurmstepd's errors)."""

@@ -15,26 +15,28 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-INFRASTRUCTURE = "infrastructure"
-USER = "user"
+from rllm_sweeps.records.status import FailureKind
 
 # sacct's terminal states, each with its kind and what to say (None: success).
-ENDED: dict[str, tuple[str | None, str]] = {
+ENDED: dict[str, tuple[FailureKind | None, str]] = {
     "COMPLETED": (None, "completed"),
-    "FAILED": (USER, "the job's process failed (SLURM state FAILED)"),
-    "CANCELLED": (USER, "cancelled outside the sweep: scancel or an administrator (SLURM state CANCELLED)"),
+    "FAILED": (FailureKind.USER, "the job's process failed (SLURM state FAILED)"),
+    "CANCELLED": (FailureKind.USER, "cancelled outside the sweep: scancel or an administrator (SLURM state CANCELLED)"),
     "TIMEOUT": (
-        USER,
+        FailureKind.USER,
         "over its time limit with its requeues spent (SLURM state TIMEOUT): raise resources.time_min "
         "or hydra.launcher.max_requeues",
     ),
-    "DEADLINE": (USER, "past its deadline (SLURM state DEADLINE)"),
-    "OUT_OF_MEMORY": (INFRASTRUCTURE, "killed for memory (SLURM state OUT_OF_MEMORY)"),
-    "NODE_FAIL": (INFRASTRUCTURE, "node failure (SLURM state NODE_FAIL)"),
-    "BOOT_FAIL": (INFRASTRUCTURE, "node failed to boot (SLURM state BOOT_FAIL)"),
-    "PREEMPTED": (INFRASTRUCTURE, "preempted (SLURM state PREEMPTED)"),
-    "REVOKED": (INFRASTRUCTURE, "revoked by a sibling cluster (SLURM state REVOKED)"),
-    "SPECIAL_EXIT": (USER, "held by SLURM after a special exit (SLURM state SPECIAL_EXIT): scontrol release it"),
+    "DEADLINE": (FailureKind.USER, "past its deadline (SLURM state DEADLINE)"),
+    "OUT_OF_MEMORY": (FailureKind.INFRASTRUCTURE, "killed for memory (SLURM state OUT_OF_MEMORY)"),
+    "NODE_FAIL": (FailureKind.INFRASTRUCTURE, "node failure (SLURM state NODE_FAIL)"),
+    "BOOT_FAIL": (FailureKind.INFRASTRUCTURE, "node failed to boot (SLURM state BOOT_FAIL)"),
+    "PREEMPTED": (FailureKind.INFRASTRUCTURE, "preempted (SLURM state PREEMPTED)"),
+    "REVOKED": (FailureKind.INFRASTRUCTURE, "revoked by a sibling cluster (SLURM state REVOKED)"),
+    "SPECIAL_EXIT": (
+        FailureKind.USER,
+        "held by SLURM after a special exit (SLURM state SPECIAL_EXIT): scontrol release it",
+    ),
 }
 # Ended for a moment only: submitit requeues a timed-out job, SLURM a preempted one.
 REQUEUE_MAY_FOLLOW = frozenset({"TIMEOUT", "PREEMPTED"})
@@ -97,7 +99,7 @@ class Ending:
     """How a job ended, for the sweeper: `failure` (an infrastructure reason) makes it retry."""
 
     returncode: int
-    kind: str | None  # None: success
+    kind: FailureKind | None  # None: success
     reason: str
     failure: str | None  # set when kind is infrastructure
 
@@ -105,15 +107,18 @@ class Ending:
 def classify_end(state: str, log: str = "", started: bool = True) -> Ending:
     """A terminal state, read with the job's SLURM log (`log`) and whether its process ever started."""
     s = base_state(state)
-    kind, reason = ENDED.get(s, (USER, f"ended in SLURM state {s}"))
+    kind, reason = ENDED.get(s, (FailureKind.USER, f"ended in SLURM state {s}"))
     if s == "FAILED":
         if line := launch_failure(log):
-            kind, reason = INFRASTRUCTURE, f"SLURM could not launch the job's step (state FAILED): {line}"
+            kind, reason = FailureKind.INFRASTRUCTURE, f"SLURM could not launch the job's step (state FAILED): {line}"
         elif not started and not log.strip():
-            kind, reason = INFRASTRUCTURE, "failed before the job's process started, with no log (state FAILED)"
+            kind, reason = (
+                FailureKind.INFRASTRUCTURE,
+                "failed before the job's process started, with no log (state FAILED)",
+            )
     if kind is None:
         return Ending(0, None, reason, None)
-    return Ending(1, kind, reason, reason if kind == INFRASTRUCTURE else None)
+    return Ending(1, kind, reason, reason if kind.is_infrastructure else None)
 
 
 class JobWatch:

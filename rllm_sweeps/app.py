@@ -135,7 +135,7 @@ def run_hydra_job(cfg: DictConfig) -> dict:
         fail(str(err))
     from rllm_sweeps.job import EXIT_PREEMPTED, run_job
     from rllm_sweeps.job_dir import JobRefused
-    from rllm_sweeps.results import COMPLETED, PREEMPTED, PRUNED
+    from rllm_sweeps.records.status import JobStatus
 
     try:
         result = run_job(cfg, overrides)
@@ -143,11 +143,11 @@ def run_hydra_job(cfg: DictConfig) -> dict:
         fail(str(err))
     except PermissionError as err:  # a directory or file of the job that this user may not write
         fail(f"permission denied: cannot write {err.filename}: make it writable, or give the job another directory")
-    if result.status == PREEMPTED:
+    if result.status is JobStatus.PREEMPTED:
         raise SystemExit(EXIT_PREEMPTED)
-    if result.status not in (COMPLETED, PRUNED):  # pruned: stopped by its Optuna trial's pruner, as asked
+    if not result.status.is_final:  # pruned: stopped by its Optuna trial's pruner, as asked
         raise SystemExit(1)
-    return {"status": result.status, "final": result.final, "config_hash": result.config_hash}
+    return {"status": str(result.status), "final": result.final, "config_hash": result.config_hash}
 
 
 SWEEP_SETTING_HELP = {

@@ -1,17 +1,17 @@
 """Why a job failed, from what it raised: the user's to fix, the infrastructure's (worth a retry
 elsewhere), or the accelerator's memory (not retried: the same job on the same share fails again;
-results.py's OUT_OF_MEMORY_FIX says what to change)."""
+records/status.py's OUT_OF_MEMORY_FIX says what to change)."""
 
 from __future__ import annotations
 
-from rllm_sweeps.results import OUT_OF_MEMORY
+from rllm_sweeps.records.status import FailureKind
 
 
-def failure_kind(err: BaseException) -> str:
-    """ "infrastructure" (host memory, disk, Ray/node loss), OUT_OF_MEMORY (the accelerator's: XLA's
-    RESOURCE_EXHAUSTED, torch's CUDA out of memory) or "user" (config, code)."""
+def failure_kind(err: BaseException) -> FailureKind:
+    """INFRASTRUCTURE (host memory, disk, Ray/node loss), OUT_OF_MEMORY (the accelerator's: XLA's
+    RESOURCE_EXHAUSTED, torch's CUDA out of memory) or USER (config, code)."""
     if is_out_of_device_memory(err):
-        return OUT_OF_MEMORY
+        return FailureKind.OUT_OF_MEMORY
     infrastructure: tuple[type[BaseException], ...] = (MemoryError, OSError)
     try:
         import ray.exceptions
@@ -21,7 +21,7 @@ def failure_kind(err: BaseException) -> str:
         infrastructure += (ray.exceptions.RaySystemError, ray.exceptions.RayActorError, RayClusterError)
     except ImportError:
         pass
-    return "infrastructure" if isinstance(err, infrastructure) else "user"
+    return FailureKind.INFRASTRUCTURE if isinstance(err, infrastructure) else FailureKind.USER
 
 
 def is_out_of_device_memory(err: BaseException) -> bool:

@@ -31,22 +31,16 @@ from rllm_sweeps.job_dir import JobLost, JobRefused, hold_job_dir, note_holder, 
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.records.attempts import AttemptFence, read_attempts
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.results import (
-    COMPLETED,
+from rllm_sweeps.records.metrics import (
     DEFAULT_METRIC,
-    FAILED,
-    OUT_OF_MEMORY,
-    OUT_OF_MEMORY_FIX,
-    PREEMPTED,
-    PRUNED,
-    RUNNING,
-    JobResult,
     MetricsLog,
     best_values,
     judged_metrics,
     never_moved,
     read_metrics,
 )
+from rllm_sweeps.records.result import PHASES, JobResult, TrainingSummary, phase_metric
+from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind, JobStatus
 
 EXIT_PREEMPTED = 143  # 128 + SIGTERM, what a scheduler expects from a job it stopped
 VERSIONED_PACKAGES = ("rllm-sweeps", "skyrl", "jax", "ray", "hydra-core", "optuna", "submitit", "torch")
@@ -110,16 +104,20 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         lock = hold_job_dir(job_dir)
     except JobLost as err:  # nothing written: the directory belongs to the other attempt
         print(f"failed: {err}", file=sys.stderr)
-        return JobResult(status=FAILED, config_hash=chash, error=str(err), failure_kind="infrastructure")
+        return JobResult(
+            status=JobStatus.FAILED, config_hash=chash, error=str(err), failure_kind=FailureKind.INFRASTRUCTURE
+        )
     fence = AttemptFence(job_dir)
     if not fence.current():  # the sweep launched this job again after giving up on this attempt
         print(f"failed: {fence.why_stale()}", file=sys.stderr)
         lock.close()
-        return JobResult(status=FAILED, config_hash=chash, error=fence.why_stale(), failure_kind="infrastructure")
+        return JobResult(
+            status=JobStatus.FAILED, config_hash=chash, error=fence.why_stale(), failure_kind=FailureKind.INFRASTRUCTURE
+        )
     previous = JobResult.read(job_dir)
     if (
         previous is not None
-        and previous.status == COMPLETED
+        and previous.status is JobStatus.COMPLETED
         and previous.config_hash == chash
         and cfg.trainer.resume_mode == "auto"
     ):
@@ -137,7 +135,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         write_hydra_record(JobPaths(job_dir).hydra, cfg, hydra_cfg)
     quiet_library_logs()
     result = JobResult(
-        status=RUNNING,
+        status=JobStatus.RUNNING,
         config_hash=chash,
         overrides=list(overrides),
         started_at=started,
@@ -162,19 +160,14 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         where = f" (resuming from {resume_from.name})" if resume_from else ""
         print(f"job {chash} in {job_dir}{where}", flush=True)
         with stop:
-            summary = _train(cfg, job_dir, resume_from, stop, fence)
-        for key in ("steps", "final", "best", "validations", "phase_time_s", "backend", "processes", "nodes"):
-            setattr(result, key, summary[key])
-        # A stop that came after the last step stopped nothing: the job completed.
-        stopped = bool(stop) and not summary["finished"]
-        result.status = PREEMPTED if stopped else PRUNED if summary["pruned_at"] is not None else COMPLETED
+            result.record_training(_train(cfg, job_dir, resume_from, stop, fence), stop_requested=bool(stop))
     except KeyboardInterrupt as err:
-        result.status, result.error = PREEMPTED, f"stopped by {err}"
+        result.status, result.error = JobStatus.PREEMPTED, f"stopped by {err}"
     except Exception as err:  # recorded; the caller turns it into the exit status
-        result.status = FAILED
+        result.status = JobStatus.FAILED
         result.error = "".join(traceback.format_exception(err))[-4000:]
         result.failure_kind = failure_kind(err)
-        if result.failure_kind == OUT_OF_MEMORY:  # said plainly, with the fix, as the error's last line
+        if result.failure_kind is FailureKind.OUT_OF_MEMORY:  # said plainly, with the fix, as the error's last line
             result.error += f"\nout of accelerator memory: {OUT_OF_MEMORY_FIX}"
     finally:
         result.ended_at = time.time()
@@ -183,7 +176,9 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
             if current:
                 result.write(job_dir)
     if not fence.current():
-        result = JobResult(status=FAILED, config_hash=chash, error=fence.why_stale(), failure_kind="infrastructure")
+        result = JobResult(
+            status=JobStatus.FAILED, config_hash=chash, error=fence.why_stale(), failure_kind=FailureKind.INFRASTRUCTURE
+        )
     _print_outcome(result)
     lock.close()  # the next attempt may start
     return result
@@ -191,7 +186,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
 
 def _train(
     cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested, fence: AttemptFence
-) -> dict[str, Any]:
+) -> TrainingSummary:
     """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.data.task import job_task, job_workflow
     from rllm_sweeps.engines import traits
@@ -258,13 +253,13 @@ def _train(
         # A resumed job's history starts with the validations of its earlier attempts (metrics.jsonl
         # keeps them up to the checkpoint): its best is over the whole run, not this attempt.
         vals: list[dict[str, Any]] = [r for r in read_metrics(job_dir) if r.get("kind") == "val"] if resume_from else []
-        phases = {"sample": 0.0, "forward_backward": 0.0, "optim": 0.0, "other": 0.0}
+        phases = dict.fromkeys(PHASES, 0.0)
 
         def on_step_end(metrics: dict) -> None:
             # total_steps: a sweep's progress line shows each running job's step of its total.
             metrics_log.append({"kind": "train", "time": time.time(), "total_steps": trainer.total_steps, **metrics})
             for name in phases:
-                phases[name] += metrics[f"time_{name}_s"]
+                phases[name] += metrics[phase_metric(name)]
             for t in trackers:
                 t.log(metrics, metrics["step"])
 
@@ -304,18 +299,18 @@ def _train(
             for t in trackers:
                 t.close()
     history = [_validation_record(v) for v in vals]
-    return {
-        "steps": trainer.state.step,
-        "finished": trainer.state.step >= trainer.total_steps,
-        "final": {k: v for k, v in history[-1].items() if k != "step"} if history else {},
-        "best": best_values(history, judged_metrics()),  # the sweep's metrics, each by its goal
-        "validations": history,
-        "phase_time_s": phases,
-        "backend": type(backend).__name__,
-        "processes": int(getattr(getattr(backend, "config", None), "num_processes", None) or 1),
-        "nodes": n_nodes,
-        "pruned_at": trial.pruned_at if trial is not None else None,
-    }
+    return TrainingSummary(
+        steps=trainer.state.step,
+        finished=trainer.state.step >= trainer.total_steps,
+        final={k: v for k, v in history[-1].items() if k != "step"} if history else {},
+        best=best_values(history, judged_metrics()),  # the sweep's metrics, each by its goal
+        validations=history,
+        phase_time_s=phases,
+        backend=type(backend).__name__,
+        processes=int(getattr(getattr(backend, "config", None), "num_processes", None) or 1),
+        nodes=n_nodes,
+        pruned_at=trial.pruned_at if trial is not None else None,
+    )
 
 
 def _validation_record(metrics: dict[str, Any]) -> dict[str, float]:
@@ -476,7 +471,7 @@ def git_revision() -> str | None:
 
 
 def _print_outcome(result: JobResult) -> None:
-    if result.status == COMPLETED:
+    if result.status is JobStatus.COMPLETED:
         reward = result.final.get(DEFAULT_METRIC)
         shown = f"{reward:.4f}" if isinstance(reward, int | float) else "not measured"
         seen = [float(v[DEFAULT_METRIC]) for v in result.validations if isinstance(v.get(DEFAULT_METRIC), int | float)]
@@ -485,9 +480,9 @@ def _print_outcome(result: JobResult) -> None:
             f"done: {result.steps} steps in {result.wall_time_s:.0f}s, final {DEFAULT_METRIC}={shown}"
             + (f"; note: {flat}" if flat else "")
         )
-    elif result.status == PRUNED:
+    elif result.status is JobStatus.PRUNED:
         print(f"pruned at step {result.steps}: the trial's pruner stopped it")
-    elif result.status == PREEMPTED:
+    elif result.status is JobStatus.PREEMPTED:
         print(f"stopped after step {result.steps}: rerun the same command to resume", file=sys.stderr)
     else:
         print(f"failed: {(result.error or '').strip().splitlines()[-1]}", file=sys.stderr)

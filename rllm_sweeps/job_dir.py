@@ -14,7 +14,8 @@ from typing import IO
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.results import COMPLETED, JobResult
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import JobStatus
 
 
 class JobRefused(ValueError):
@@ -71,9 +72,9 @@ def refusal_reason(cfg: DictConfig, job_dir: Path, chash: str, previous: JobResu
 
     if previous is None or previous.config_hash == chash or cfg.trainer.resume_mode == "disable":
         return None
-    if previous.status != COMPLETED and latest_checkpoint(JobPaths(job_dir).checkpoints) is None:
+    if previous.status is not JobStatus.COMPLETED and latest_checkpoint(JobPaths(job_dir).checkpoints) is None:
         return None  # an earlier run that left nothing to keep
-    what = "the completed job" if previous.status == COMPLETED else "checkpoints"
+    what = "the completed job" if previous.status is JobStatus.COMPLETED else "checkpoints"
     return (
         f"{job_dir} holds {what} of another configuration (config hash {previous.config_hash}, this run's "
         f"{chash}); nothing was changed there. Run it in another directory (drop hydra.run.dir=... to get one "

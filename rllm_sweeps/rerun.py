@@ -15,8 +15,8 @@ from pathlib import Path
 
 from rllm_sweeps.config.paths import REPO_ROOT
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import read_schedule, write_schedule
-from rllm_sweeps.results import JobResult
 
 
 def drift(recorded: JobResult, versions: dict[str, str], revision: str | None) -> list[str]:

@@ -15,8 +15,10 @@ from pathlib import Path
 
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.metrics import DEFAULT_METRIC, read_metrics
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.report.sweepdir import not_a_sweep_dir
-from rllm_sweeps.results import DEFAULT_METRIC, JobResult, read_metrics
 
 
 def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:
@@ -52,7 +54,9 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
         runs = attempts.read_attempts(job_dir)
         # Every attempt's time, not only the last one's (a job still running counts to now).
         if runs:
-            live = sched.get("state") in ("RUNNING", "PENDING") or (result is not None and result.status == "running")
+            live = sched.get("state") in ("RUNNING", "PENDING") or (
+                result is not None and result.status is JobStatus.RUNNING
+            )
             last_end = time.time() if live else (result.ended_at if result else None) or last.get("time")
             elapsed = f"{attempts.total_time_s(runs, last_end):.0f}s"
         else:

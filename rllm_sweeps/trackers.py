@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from rllm_sweeps.results import DEFAULT_METRIC
+from rllm_sweeps.records.metrics import DEFAULT_METRIC
 
 
 class Tracker(Protocol):

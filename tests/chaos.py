@@ -22,7 +22,8 @@ from pathlib import Path
 from slurm_fixtures import LocalSlurm
 
 from rllm_sweeps.records import attempts
-from rllm_sweeps.results import JobResult, read_metrics
+from rllm_sweeps.records.metrics import read_metrics
+from rllm_sweeps.records.result import JobResult
 
 REPO = Path(__file__).resolve().parents[1]
 # Every training step takes at least 32 reward calls x SLOW_REWARD_S: jobs outlive the faults.

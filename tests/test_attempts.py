@@ -6,7 +6,8 @@ import json
 
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.results import JobResult, best_values, judged_metrics
+from rllm_sweeps.records.metrics import best_values, judged_metrics
+from rllm_sweeps.records.result import JobResult
 
 
 def test_each_start_is_paired_with_its_end_and_an_attempt_killed_with_its_wrapper_stays_open(tmp_path):

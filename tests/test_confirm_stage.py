@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import Schedule, Segment, read_schedule, write_schedule
 from rllm_sweeps.report import build_report, render_table
-from rllm_sweeps.results import JobResult
 from rllm_sweeps.sweep import parse_sweep, plan_request
 from rllm_sweeps.sweep.confirm import ConfirmSource, plan_stage
 from rllm_sweeps.sweep.runner import job_dir_for

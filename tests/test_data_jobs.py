@@ -25,7 +25,8 @@ from data_files import (
 )
 from test_workflow_learning import preempt_and_resume
 
-from rllm_sweeps.results import JobResult, read_metrics
+from rllm_sweeps.records.metrics import read_metrics
+from rllm_sweeps.records.result import JobResult
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]

@@ -14,8 +14,8 @@ import pytest
 from launchers.gpu_placement import GpuRequest, memory_fraction
 from launchers.local import LocalLauncher
 from rllm_sweeps.config.memory_need import model_shape
+from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.sweep.memory_check import memory_lines
-from rllm_sweeps.sweep.plan import PlannedJob
 from rllm_sweeps.training.gpu_memory import GIB, ModelShape, RunShape, estimate_jax_memory
 
 REPO = Path(__file__).resolve().parents[1]

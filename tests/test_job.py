@@ -19,7 +19,8 @@ from ray_auth_checks import (
 )
 
 from rllm_sweeps.records.layout import JobPaths, run_name
-from rllm_sweeps.results import VALIDATION_METRICS, JobResult, read_metrics
+from rllm_sweeps.records.metrics import VALIDATION_METRICS, read_metrics
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.runtime.processes import pid_alive
 
 REPO = Path(__file__).resolve().parents[1]

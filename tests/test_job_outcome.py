@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from rllm_sweeps.job import _print_outcome
-from rllm_sweeps.results import COMPLETED, JobResult
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import JobStatus
 
 
 def completed(*rewards: float) -> JobResult:
     validations = [{"step": 2 * i, "val_reward_mean": r} for i, r in enumerate(rewards)]
-    return JobResult(COMPLETED, "h", steps=4, final=validations[-1], validations=validations, wall_time_s=9.0)
+    return JobResult(JobStatus.COMPLETED, "h", steps=4, final=validations[-1], validations=validations, wall_time_s=9.0)
 
 
 def test_a_single_job_whose_reward_never_left_0_says_so_on_its_final_line(capsys: pytest.CaptureFixture[str]):

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rllm_sweeps.results import JobResult, read_metrics
+from rllm_sweeps.records.metrics import read_metrics
+from rllm_sweeps.records.result import JobResult
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

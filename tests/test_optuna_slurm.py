@@ -13,7 +13,7 @@ import pytest
 from test_optuna import FINISHED, SHORT, env, load_study, sweep_cmd
 from test_slurm_sweep import sacct_jobs
 
-from rllm_sweeps.results import JobResult
+from rllm_sweeps.records.result import JobResult
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]

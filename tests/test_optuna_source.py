@@ -7,7 +7,8 @@ from __future__ import annotations
 import optuna
 import pytest
 
-from rllm_sweeps.results import COMPLETED, FAILED, PRUNED, JobResult
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.sweep.optuna_search import OptunaSource
 from rllm_sweeps.sweep.parse_cli import parse_sweep
 
@@ -28,7 +29,7 @@ def make_source(tmp_path, budget: int = 3, *extra: str) -> OptunaSource:
     return OptunaSource(request.spec, list(request.base_overrides), tmp_path / "sweep")
 
 
-def finish(source: OptunaSource, run, status: str = COMPLETED, value: float | None = 0.5, **fields) -> None:
+def finish(source: OptunaSource, run, status: str = JobStatus.COMPLETED, value: float | None = 0.5, **fields) -> None:
     """What the job would have written, then the runner's hand-over of its end."""
     final = {"val_reward_mean": value} if value is not None else {}
     result = JobResult(status=status, config_hash=run.job.config_hash, final=final, steps=2, **fields)
@@ -55,7 +56,7 @@ def test_completed_jobs_tell_their_metric_and_the_budget_counts_finished_trials(
 def test_a_failed_job_fails_its_trial_which_a_new_trial_replaces(tmp_path):
     source = make_source(tmp_path, budget=1)
     (run,) = source.next_jobs(1)
-    finish(source, run, status=FAILED, value=None, error="Traceback ...\nZeroDivisionError: bug")
+    finish(source, run, status=JobStatus.FAILED, value=None, error="Traceback ...\nZeroDivisionError: bug")
     assert states(source) == [TrialState.FAIL]
     assert "ZeroDivisionError" in source.study.trials[0].user_attrs["failed_because"]
     assert not source.exhausted() and len(source.next_jobs(1)) == 1  # failed trials do not count
@@ -65,7 +66,7 @@ def test_a_failed_job_fails_its_trial_which_a_new_trial_replaces(tmp_path):
 def test_a_pruned_job_prunes_its_trial_and_counts_against_the_budget(tmp_path):
     source = make_source(tmp_path, budget=1)
     (run,) = source.next_jobs(1)
-    finish(source, run, status=PRUNED)
+    finish(source, run, status=JobStatus.PRUNED)
     assert states(source) == [TrialState.PRUNED] and source.exhausted()
     source.close()
 
@@ -73,7 +74,7 @@ def test_a_pruned_job_prunes_its_trial_and_counts_against_the_budget(tmp_path):
 def test_a_metric_no_job_reports_stops_the_search_at_once(tmp_path):
     source = make_source(tmp_path, budget=3)
     (run,) = source.next_jobs(1)
-    finish(source, run, status=FAILED, value=None, error="MetricNotReported: val_judge_acc is not reported")
+    finish(source, run, status=JobStatus.FAILED, value=None, error="MetricNotReported: val_judge_acc is not reported")
     assert source.fatal and source.stopped and source.exhausted()
     source.close()
 
@@ -84,9 +85,9 @@ def test_a_rerun_settles_the_trials_a_dead_sweeper_left_running(tmp_path, jobs_f
     runs = source.next_jobs(2)
     for run in runs:  # the jobs end, but the sweeper dies before it can tell the study
         if jobs_finished:
-            JobResult(status=COMPLETED, config_hash=run.job.config_hash, final={"val_reward_mean": 0.5}).write(
-                run.job_dir
-            )
+            JobResult(
+                status=JobStatus.COMPLETED, config_hash=run.job.config_hash, final={"val_reward_mean": 0.5}
+            ).write(run.job_dir)
     # (the dead sweeper's lock on the sweep directory, sweep/sweeper_lock.py, goes with it)
     again = make_source(tmp_path, budget=2)
     expected = TrialState.COMPLETE if jobs_finished else TrialState.FAIL

@@ -13,8 +13,8 @@ import pytest
 from chaos import REPO, SLOW, ChaosSweep
 from slurm_fixtures import LocalSlurm
 
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import read_schedule
-from rllm_sweeps.results import JobResult
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 STEPS = 6

@@ -12,9 +12,10 @@ import pytest
 from test_sweep_run import env, job_results
 
 from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.metrics import read_metrics
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import read_schedule
 from rllm_sweeps.report import build_report
-from rllm_sweeps.results import JobResult, read_metrics
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rllm_sweeps.results import JobResult, write_json_atomic, write_text_atomic
+from rllm_sweeps.records.atomic import write_json_atomic, write_text_atomic
+from rllm_sweeps.records.result import JobResult
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,4 +48,4 @@ def test_no_other_module_writes_records_through_its_own_temporary_file():
         for p in (REPO / "rllm_sweeps").rglob("*.py")
         if "mkstemp" in p.read_text() or "NamedTemporaryFile" in p.read_text()
     ]
-    assert users == ["rllm_sweeps/results.py"]
+    assert users == ["rllm_sweeps/records/atomic.py"]

@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+from rllm_sweeps.records.metrics import MetricsLog
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.report import (
     NO_RESULT,
     NOT_STARTED,
@@ -25,7 +28,6 @@ from rllm_sweeps.report import (
     write_report,
 )
 from rllm_sweeps.report.plots import spans_decade
-from rllm_sweeps.results import COMPLETED, FAILED, RUNNING, JobResult, MetricsLog
 
 BASE = ["trainer.total_batches=4", "task=toy_letters"]
 
@@ -105,7 +107,7 @@ def job_dir_of(sweep: Path, job: dict[str, Any]) -> Path:
 def write_job(
     sweep: Path,
     job: dict[str, Any],
-    status: str = COMPLETED,
+    status: str = JobStatus.COMPLETED,
     val: list[float] = (0.5,),
     error: str | None = None,
     steps: int = 4,
@@ -122,8 +124,8 @@ def write_job(
     for i, v in enumerate(val):
         log.append({"kind": "val", "step": 2 * (i + 1), "time": 1000.0 + 2 * (i + 1), "val_reward_mean": v})
     log.close()
-    final = {"val_reward_mean": val[-1]} if val and status == COMPLETED else {}
-    best = {"val_reward_mean": max(val)} if val and status == COMPLETED else {}
+    final = {"val_reward_mean": val[-1]} if val and status == JobStatus.COMPLETED else {}
+    best = {"val_reward_mean": max(val)} if val and status == JobStatus.COMPLETED else {}
     JobResult(
         status=status,
         config_hash=job["config_hash"],
@@ -152,7 +154,8 @@ def finished_sweep(tmp_path: Path, metric: Any = None, values: list[float] = (0.
 
 def test_plan_dict_shape_matches_plan_to_dict():
     """The synthetic plan.json has the keys the real Plan writes (so these tests read real plans)."""
-    from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals
+    from rllm_sweeps.records.plan import PlannedJob, Totals
+    from rllm_sweeps.sweep.plan import Plan
     from rllm_sweeps.sweep.spec import SweepSpec
 
     ours = plan_dict(ZIP_POINTS)
@@ -182,7 +185,7 @@ def test_seeds_aggregated_as_mean_std(tmp_path):
     report = build_report(finished_sweep(tmp_path))
     assert len(report.jobs) == 4 and len(report.points) == 2
     assert report.swept == ["trainer.lr", "rollout.n"]  # the seed is never a parameter
-    assert report.has_seeds and report.counts == {COMPLETED: 4}
+    assert report.has_seeds and report.counts == {JobStatus.COMPLETED: 4}
     a, b = report.points
     assert a.params == {"trainer.lr": 1e-6, "rollout.n": 4} and a.seeds == [0, 1] and a.jobs == [0, 1]
     agg = a.metrics["val_reward_mean"]
@@ -194,7 +197,7 @@ def test_seeds_aggregated_as_mean_std(tmp_path):
     assert a.swept_overrides == ["trainer.lr=1e-06", "rollout.n=4"]
     job = report.jobs[3]
     assert job.seed == 1 and job.final == {"val_reward_mean": 0.9} and job.best == {"val_reward_mean": 0.9}
-    assert job.steps == 4 and job.wall_time_s == 12.5 and job.status == COMPLETED
+    assert job.steps == 4 and job.wall_time_s == 12.5 and job.status == JobStatus.COMPLETED
 
 
 @pytest.mark.parametrize(("goal", "expected"), [("maximize", 1), ("minimize", 0)], ids=["maximize", "minimize"])
@@ -230,14 +233,20 @@ def test_missing_and_failed_jobs_shown_and_left_out(tmp_path):
     jobs = plan["jobs"]
     write_job(sweep, jobs[0], val=[0.4])
     trace = "Traceback (most recent call last):\n  File x\nValueError: reward exploded\n"
-    write_job(sweep, jobs[1], status=FAILED, val=[0.99], error=trace, failure_kind="user")
-    write_job(sweep, jobs[2], status=RUNNING, val=[0.1, 0.3], steps=3, restarts=1)
+    write_job(sweep, jobs[1], status=JobStatus.FAILED, val=[0.99], error=trace, failure_kind="user")
+    write_job(sweep, jobs[2], status=JobStatus.RUNNING, val=[0.1, 0.3], steps=3, restarts=1)
     job_dir_of(sweep, jobs[3]).mkdir()  # died before writing result.json
     # jobs 4 and 5 never started: no directory
     report = build_report(sweep)
     statuses = [j.status for j in report.jobs]
-    assert statuses == [COMPLETED, FAILED, RUNNING, NO_RESULT, NOT_STARTED, NOT_STARTED]
-    assert report.counts == {COMPLETED: 1, RUNNING: 1, FAILED: 1, NO_RESULT: 1, NOT_STARTED: 2}
+    assert statuses == [JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.RUNNING, NO_RESULT, NOT_STARTED, NOT_STARTED]
+    assert report.counts == {
+        JobStatus.COMPLETED: 1,
+        JobStatus.RUNNING: 1,
+        JobStatus.FAILED: 1,
+        NO_RESULT: 1,
+        NOT_STARTED: 2,
+    }
     assert report.status_line() == "6 jobs: 1 completed, 1 running, 1 failed, 1 no-result, 2 not-started"
     assert not report.finished
     failed = report.jobs[1]
@@ -263,11 +272,14 @@ def test_jobs_matched_by_config_hash_not_name(tmp_path):
     moved = write_job(sweep, plan["jobs"][1], val=[0.7])
     moved.rename(sweep / "jobs" / "0007-whatever")
     again = {**plan["jobs"][1], "index": 1}  # a later, failed attempt at the same config, in its own directory
-    write_job(sweep, again, status=FAILED, started_at=2000.0)
+    write_job(sweep, again, status=JobStatus.FAILED, started_at=2000.0)
     stray = {**plan["jobs"][0], "config_hash": "f" * 64, "index": 9}
     write_job(sweep, stray, val=[0.1])
     report = build_report(sweep)
-    assert [j.status for j in report.jobs] == [NOT_STARTED, COMPLETED]  # the completed attempt wins, as in resume
+    assert [j.status for j in report.jobs] == [
+        NOT_STARTED,
+        JobStatus.COMPLETED,
+    ]  # the completed attempt wins, as in resume
     assert report.jobs[1].job_dir.name == "0007-whatever"
     assert "0 not-started" not in render_table(report) and "1 not-started" in render_table(report)
     assert [d.name for d in report.unplanned] == ["0009-ffffffff"]
@@ -283,7 +295,7 @@ def test_csv_contents(tmp_path):
     sweep = make_sweep(tmp_path, plan)
     for job, v in zip(plan["jobs"][:3], (0.2, 0.4, 0.7), strict=True):
         write_job(sweep, job, val=[v])
-    write_job(sweep, plan["jobs"][3], status=FAILED, val=[], error="boom\nRuntimeError: x, y")
+    write_job(sweep, plan["jobs"][3], status=JobStatus.FAILED, val=[], error="boom\nRuntimeError: x, y")
     report = build_report(sweep)
 
     jobs = _csv_rows(jobs_csv(report))

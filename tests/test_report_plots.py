@@ -9,9 +9,9 @@ from pathlib import Path
 from matplotlib.collections import FillBetweenPolyCollection, PathCollection
 from test_report import ZIP_POINTS, make_sweep, plan_dict, write_job
 
+from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.report import build_report
 from rllm_sweeps.report.plots import learning_curves_figure, metric_vs_param_figure, smooth
-from rllm_sweeps.results import PRUNED
 
 LRS = [{"trainer.lr": v} for v in (1e-4, 1.5e-4, 2.2e-4, 3.2e-4)]  # within a decade
 
@@ -22,7 +22,7 @@ def lr_sweep(tmp_path: Path, distribution: str, pruned: int = 0) -> Path:
     plan["spec"]["method"] = "random"
     sweep = make_sweep(tmp_path, plan, name=distribution)
     for i, job in enumerate(plan["jobs"]):
-        status = PRUNED if i < pruned else "completed"
+        status = JobStatus.PRUNED if i < pruned else "completed"
         write_job(sweep, job, status=status, val=[0.1 * (i + 1), 0.2 * (i + 1)])
     return sweep
 

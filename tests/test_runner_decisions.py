@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from rllm_sweeps.records import attempts
-from rllm_sweeps.records.plan import Metric
-from rllm_sweeps.results import COMPLETED, FAILED, PREEMPTED, JobResult
-from rllm_sweeps.sweep.plan import PlannedJob
+from rllm_sweeps.records.plan import Metric, PlannedJob
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.sweep.runner import StaticSource, SweepRunner, job_dir_for
 
 
@@ -28,7 +28,7 @@ from rllm_sweeps.sweep.runner import StaticSource, SweepRunner, job_dir_for
 class Outcome:
     """What one attempt of a job does: the result it writes (None: none) and how the scheduler ends it."""
 
-    status: str | None = COMPLETED
+    status: str | None = JobStatus.COMPLETED
     failure: str | None = None  # the scheduler's infrastructure reason
     returncode: int = 0
     polls: int = 2  # polls before it ends
@@ -75,15 +75,15 @@ class ScriptedLauncher(Launcher):
         self.live.add(index)
         self.max_live = max(self.max_live, len(self.live))
 
-    def poll(self, handle: Handle) -> JobStatus:
+    def poll(self, handle: Handle) -> PollStatus:
         handle.polls += 1
         if handle.polls < handle.outcome.polls:
-            return JobStatus(JobState.RUNNING)
+            return PollStatus(JobState.RUNNING)
         o = handle.outcome
         if o.status is not None:
             JobResult(status=o.status, config_hash=f"h{handle.request.index}", steps=3).write(handle.request.job_dir)
         self.live.discard(handle.request.index)
-        return JobStatus(JobState.FINISHED, returncode=o.returncode, detail="scripted", failure=o.failure, log=o.log)
+        return PollStatus(JobState.FINISHED, returncode=o.returncode, detail="scripted", failure=o.failure, log=o.log)
 
     def cancel(self, handle: Handle) -> None:
         handle.cancelled = True
@@ -126,7 +126,7 @@ def test_an_infrastructure_failure_is_retried_until_it_completes(tmp_path):
     launcher = ScriptedLauncher({0: [node_fail, Outcome()]})
     results = run_sweep(tmp_path, launcher, 1)
     assert launcher.submitted == [0, 0]
-    assert results[0].status == COMPLETED and results[0].retries == 1
+    assert results[0].status == JobStatus.COMPLETED and results[0].retries == 1
     assert "NODE_FAIL" in results[0].retry_reasons[0]
 
 
@@ -135,7 +135,7 @@ def test_retries_stop_at_max_retries_and_the_job_is_recorded_failed(tmp_path):
     launcher = ScriptedLauncher({0: [node_fail, node_fail, node_fail]})
     results = run_sweep(tmp_path, launcher, 1, max_retries=2)
     assert launcher.submitted == [0, 0, 0]
-    assert results[0].status == FAILED and results[0].failure_kind == "infrastructure"
+    assert results[0].status == JobStatus.FAILED and results[0].failure_kind == "infrastructure"
     assert results[0].retries == 2
 
 
@@ -143,7 +143,7 @@ def test_a_user_failure_is_not_retried(tmp_path):
     launcher = ScriptedLauncher({0: [Outcome(status=None, returncode=1, log="Traceback: ZeroDivisionError")]})
     results = run_sweep(tmp_path, launcher, 1)
     assert launcher.submitted == [0]
-    assert results[0].status == FAILED and results[0].failure_kind == "user"
+    assert results[0].status == JobStatus.FAILED and results[0].failure_kind == "user"
     assert "ZeroDivisionError" in results[0].error  # the scheduler's log tail, for a job that left none
 
 
@@ -152,16 +152,16 @@ def test_a_job_that_left_no_result_says_so_with_the_schedulers_reason(tmp_path):
     failed = Outcome(status=None, failure=f"SLURM could not launch the job's step: {launch}", returncode=1, log=launch)
     launcher = ScriptedLauncher({0: [failed, Outcome()]})
     results = run_sweep(tmp_path, launcher, 1)
-    assert results[0].status == COMPLETED and results[0].retries == 1
+    assert results[0].status == JobStatus.COMPLETED and results[0].retries == 1
     assert "Task launch for StepId=7.0 failed on node n1" in results[0].retry_reasons[0]
 
 
 def test_a_job_that_saw_only_its_lost_nodes_sigterm_is_an_infrastructure_failure_not_a_preemption(tmp_path):
     # The process on a node SLURM declared dead got SIGTERM and wrote "preempted".
-    lost = Outcome(status=PREEMPTED, failure="node failure (SLURM state NODE_FAIL)", returncode=143)
+    lost = Outcome(status=JobStatus.PREEMPTED, failure="node failure (SLURM state NODE_FAIL)", returncode=143)
     launcher = ScriptedLauncher({0: [lost, Outcome()]})
     results = run_sweep(tmp_path, launcher, 1)
-    assert launcher.submitted == [0, 0] and results[0].retries == 1 and results[0].status == COMPLETED
+    assert launcher.submitted == [0, 0] and results[0].retries == 1 and results[0].status == JobStatus.COMPLETED
 
 
 @pytest.mark.parametrize("arrays", [False, True], ids=["one-by-one", "arrays"])
@@ -172,7 +172,7 @@ def test_retries_wait_for_a_free_slot_so_no_more_than_parallel_jobs_are_ever_liv
     script[1] = [node_fail, node_fail, Outcome()]
     launcher = ScriptedLauncher(script, queues_arrays=arrays)
     results = run_sweep(tmp_path, launcher, 6, parallel=2)
-    assert all(r.status == COMPLETED for r in results.values())
+    assert all(r.status == JobStatus.COMPLETED for r in results.values())
     assert sorted(launcher.submitted) == [0, 0, 1, 1, 1, 2, 3, 4, 5]
     # Each job submitted on its own (a retry; without arrays, every job) found a free slot: with
     # arrays, the scheduler's throttle does not count a job outside the array.
@@ -199,7 +199,7 @@ def test_a_rerun_reattaches_to_jobs_still_live_with_the_scheduler_instead_of_sub
     launcher = ScriptedLauncher({0: [Outcome()], 2: [Outcome()]}, live_to_reattach={live_dir: Outcome()})
     results = run_sweep(tmp_path, launcher, 3, parallel=2)
     assert sorted(launcher.submitted) == [0, 2]  # job 1 was polled, not submitted again
-    assert all(r.status == COMPLETED for r in results.values())
+    assert all(r.status == JobStatus.COMPLETED for r in results.values())
     assert launcher.max_live <= 2  # the reattached job took one of the two slots
 
 
@@ -208,7 +208,7 @@ def test_a_completed_job_the_scheduler_still_holds_is_cancelled_not_reattached_o
     jobs = planned(2)
     done = job_dir_for(tmp_path, jobs[0])
     done.mkdir(parents=True)
-    JobResult(status=COMPLETED, config_hash="h0").write(done)
+    JobResult(status=JobStatus.COMPLETED, config_hash="h0").write(done)
     launcher = ScriptedLauncher({1: [Outcome()]}, live_to_reattach={done: Outcome()})
     run_sweep(tmp_path, launcher, 2)
     assert launcher.submitted == [1]
@@ -231,7 +231,7 @@ def test_ctrl_c_stops_the_jobs_in_flight_and_records_them_as_preempted(tmp_path,
         runner.run()
     for job_dir in tmp_path.glob("jobs/*"):
         result = JobResult.read(job_dir)
-        assert result.status == PREEMPTED and "Ctrl-C" in result.error
+        assert result.status == JobStatus.PREEMPTED and "Ctrl-C" in result.error
     assert not launcher.live
 
 
@@ -247,7 +247,7 @@ def test_after_adopting_more_live_jobs_than_parallel_new_jobs_and_retries_wait_u
     live[job_dir_for(tmp_path, jobs[0])] = Outcome(status=None, failure="node failure", returncode=1, polls=1)
     launcher = ScriptedLauncher({0: [Outcome()], 3: [Outcome()], 4: [Outcome()]}, live_to_reattach=live)
     results = run_sweep(tmp_path, launcher, 5, parallel=2)
-    assert all(r.status == COMPLETED for r in results.values())
+    assert all(r.status == JobStatus.COMPLETED for r in results.values())
     assert sorted(launcher.submitted) == [0, 3, 4]  # job 0's retry, and the two never submitted
     assert max(launcher.live_before_single_submits) < 2
 
@@ -256,13 +256,13 @@ def test_a_jobs_retry_history_survives_a_new_sweeper(tmp_path):
     # An earlier sweeper retried job 0 once and died; the new one retries it again.
     job_dir = job_dir_for(tmp_path, planned(1)[0])
     job_dir.mkdir(parents=True)
-    earlier = JobResult(status=FAILED, config_hash="h0", failure_kind="infrastructure", retries=1)
+    earlier = JobResult(status=JobStatus.FAILED, config_hash="h0", failure_kind="infrastructure", retries=1)
     earlier.retry_reasons = ["node failure (SLURM state NODE_FAIL)"]
     earlier.write(job_dir)
     node_fail = Outcome(status=None, failure="step launch failed", returncode=1)
     launcher = ScriptedLauncher({0: [node_fail, Outcome()]})
     results = run_sweep(tmp_path, launcher, 1)
-    assert results[0].status == COMPLETED
+    assert results[0].status == JobStatus.COMPLETED
     assert results[0].retry_reasons == ["node failure (SLURM state NODE_FAIL)", "step launch failed"]
     assert results[0].retries == 2
 
@@ -271,14 +271,14 @@ def test_the_progress_lines_best_on_a_tie_is_the_first_job_as_in_the_report_and_
     runner = SweepRunner(
         StaticSource(SimpleNamespace(jobs=[]), tmp_path), tmp_path, ScriptedLauncher({}), 1, metric=Metric()
     )
-    runner.results = {i: JobResult(COMPLETED, f"h{i}", final={"val_reward_mean": 0.0}) for i in range(3)}
+    runner.results = {i: JobResult(JobStatus.COMPLETED, f"h{i}", final={"val_reward_mean": 0.0}) for i in range(3)}
     assert runner.best() == "  best val_reward_mean=0 (job 0; a tie with 2 others)"
     runner.results[2].final["val_reward_mean"] = 0.5
     assert runner.best() == "  best val_reward_mean=0.5 (job 2)"
 
 
 def test_the_progress_line_shows_each_running_jobs_step_and_an_eta_before_any_job_ends(tmp_path, capsys):
-    from rllm_sweeps.results import MetricsLog
+    from rllm_sweeps.records.metrics import MetricsLog
     from rllm_sweeps.sweep.runner import JobToRun, _Running
 
     jobs = planned(3)

@@ -10,9 +10,10 @@ import sys
 import pytest
 from test_job import REPO, job_env, run_job, train_steps
 
+from rllm_sweeps.records.metrics import read_metrics
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import Parent, Schedule, Segment, write_schedule
 from rllm_sweeps.rerun import drift
-from rllm_sweeps.results import JobResult, read_metrics
 
 pytestmark = pytest.mark.slow
 

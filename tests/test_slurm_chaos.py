@@ -15,7 +15,7 @@ from chaos import ChaosSweep
 from slurm_fixtures import LocalSlurm
 
 from rllm_sweeps.records import attempts
-from rllm_sweeps.results import JobResult
+from rllm_sweeps.records.result import JobResult
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 STEPS = 4

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from test_slurm_sweep import QUICK
 
-from rllm_sweeps.results import JobResult, read_metrics
+from rllm_sweeps.records.metrics import read_metrics
+from rllm_sweeps.records.result import JobResult
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]

@@ -22,7 +22,8 @@ from test_slurm_failures import wait_for
 from test_slurm_sweep import QUICK
 
 from rllm_sweeps.records.attempts import latest_scheduler_id
-from rllm_sweeps.results import JobResult, read_metrics
+from rllm_sweeps.records.metrics import read_metrics
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.runtime.job_ray import JOIN_TIMEOUT_S
 from rllm_sweeps.runtime.processes import pid_alive
 

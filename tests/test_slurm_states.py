@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from launchers.slurm_states import INFRASTRUCTURE, USER, JobWatch, classify_end, is_live, launch_failure
+from launchers.slurm_states import JobWatch, classify_end, is_live, launch_failure
+from rllm_sweeps.records.status import FailureKind
 
 DATA = Path(__file__).parent / "data" / "slurm_logs"
 # What srun printed when slurmd died while it launched the job's step (recorded on the local cluster).
@@ -16,41 +17,41 @@ USER_CRASH_LOG = (DATA / "user_crash.err").read_text()
 
 def test_a_step_slurm_could_not_launch_is_an_infrastructure_failure_with_srun_s_reason():
     end = classify_end("FAILED", STEP_LAUNCH_LOG, started=False)
-    assert end.kind == INFRASTRUCTURE and end.failure is not None
+    assert end.kind == FailureKind.INFRASTRUCTURE and end.failure is not None
     assert "Task launch for StepId=" in end.reason and "failed on node" in end.reason
 
 
 def test_a_crash_of_the_jobs_own_code_is_a_user_failure():
     end = classify_end("FAILED", USER_CRASH_LOG, started=True)
-    assert end.kind == USER and end.failure is None and end.returncode == 1
+    assert end.kind == FailureKind.USER and end.failure is None and end.returncode == 1
     assert launch_failure(USER_CRASH_LOG) is None
 
 
 def test_a_job_that_failed_before_its_process_started_and_left_no_log_is_infrastructure():
-    assert classify_end("FAILED", "", started=False).kind == INFRASTRUCTURE
-    assert classify_end("FAILED", "", started=True).kind == USER
+    assert classify_end("FAILED", "", started=False).kind == FailureKind.INFRASTRUCTURE
+    assert classify_end("FAILED", "", started=True).kind == FailureKind.USER
 
 
 @pytest.mark.parametrize(
     "state, kind",
     [
         ("COMPLETED", None),
-        ("NODE_FAIL", INFRASTRUCTURE),
-        ("BOOT_FAIL", INFRASTRUCTURE),
-        ("OUT_OF_MEMORY", INFRASTRUCTURE),
-        ("PREEMPTED", INFRASTRUCTURE),
-        ("REVOKED", INFRASTRUCTURE),
-        ("CANCELLED by 0", USER),
-        ("TIMEOUT", USER),
-        ("DEADLINE", USER),
-        ("SPECIAL_EXIT", USER),
-        ("SOMETHING_NEW", USER),
+        ("NODE_FAIL", FailureKind.INFRASTRUCTURE),
+        ("BOOT_FAIL", FailureKind.INFRASTRUCTURE),
+        ("OUT_OF_MEMORY", FailureKind.INFRASTRUCTURE),
+        ("PREEMPTED", FailureKind.INFRASTRUCTURE),
+        ("REVOKED", FailureKind.INFRASTRUCTURE),
+        ("CANCELLED by 0", FailureKind.USER),
+        ("TIMEOUT", FailureKind.USER),
+        ("DEADLINE", FailureKind.USER),
+        ("SPECIAL_EXIT", FailureKind.USER),
+        ("SOMETHING_NEW", FailureKind.USER),
     ],
 )
 def test_every_terminal_state_has_a_kind_and_a_reason(state, kind):
     end = classify_end(state)
     assert end.kind == kind and end.reason
-    assert (end.failure is not None) == (kind == INFRASTRUCTURE)
+    assert (end.failure is not None) == (kind == FailureKind.INFRASTRUCTURE)
     assert end.returncode == (0 if kind is None else 1)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rllm_sweeps.records.attempts import latest_scheduler_id
-from rllm_sweeps.results import JobResult
+from rllm_sweeps.records.result import JobResult
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rllm_sweeps.results import JobResult
+from rllm_sweeps.records.result import JobResult
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -86,7 +86,7 @@ def test_dry_run_prints_the_plan_with_the_parallel_the_run_would_use_and_launche
 
 
 def test_failing_jobs_are_recorded_out_of_memory_as_such_with_its_fix_the_others_complete_exit_nonzero(tmp_path):
-    from rllm_sweeps.results import OUT_OF_MEMORY, OUT_OF_MEMORY_FIX
+    from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind
 
     rewards = "rllm_sweeps.tasks.toy:letters_reward,tests.probes.failing_reward:broken_reward"
     proc = run_sweep(
@@ -101,10 +101,10 @@ def test_failing_jobs_are_recorded_out_of_memory_as_such_with_its_fix_the_others
     failed = {r.failure_kind: r for r in job_results(tmp_path).values() if r.status == "failed"}
     assert "bug in the user's reward function" in failed["user"].error
     # XLA's RESOURCE_EXHAUSTED (here an allocation past the host's memory; on a GPU, its memory share)
-    oom = failed[OUT_OF_MEMORY]
+    oom = failed[FailureKind.OUT_OF_MEMORY]
     assert "RESOURCE_EXHAUSTED" in oom.error and oom.error.splitlines()[-1].endswith(OUT_OF_MEMORY_FIX)
     assert f"note: 1 of the failed jobs ran out of accelerator memory: {OUT_OF_MEMORY_FIX}" in proc.stdout
-    assert OUT_OF_MEMORY in (tmp_path / "report" / "jobs.csv").read_text()
+    assert FailureKind.OUT_OF_MEMORY in (tmp_path / "report" / "jobs.csv").read_text()
 
 
 def test_a_second_sweeper_is_refused_while_one_runs_and_after_a_sigkill_a_rerun_takes_over_rerunning_nothing_completed(

@@ -19,7 +19,7 @@ from launchers.warm_server import ServerPaths
 from launchers.warm_start import WARM_START_ENV, WarmStarter
 from rllm_sweeps.cachedir import cache_dir
 from rllm_sweeps.records.attempts import read_events
-from rllm_sweeps.results import read_metrics
+from rllm_sweeps.records.metrics import read_metrics
 from rllm_sweeps.runtime.processes import pid_alive
 
 pytestmark = pytest.mark.slow

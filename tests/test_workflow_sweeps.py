@@ -13,7 +13,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from rllm_sweeps.results import JobResult
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.study import open_storage
 
 REPO = Path(__file__).resolve().parents[1]

@@ -239,13 +239,6 @@ def raise_generation(job_dir: Path) -> int:
     return new
 
 
-@contextlib.contextmanager
-def sweeper_writes(job_dir: Path) -> Iterator[None]:
-    """The sweeper's own writes to a job's records, excluded from an attempt's fenced write."""
-    with _locked(job_dir):
-        yield
-
-
 class AttemptFence:
     """Whether this process is still the job's current attempt. A job run by hand (no generation
     in its environment) is never fenced."""

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.atomic import write_text_atomic
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.results import write_text_atomic
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,92 @@ seed key, the swept keys), so that no reader interprets the sweep DSL again; `sp
 in file syntax) stays for people and for a rerun's sweep id. A plan.json of schema 1 lacks the
 facts: its reader derives them from `spec` with the spec parser (report/sweepdir.py).
 
-Standard library and rllm_sweeps.results only: reading a sweep directory must stay fast.
+Standard library and records/ only: reading a sweep directory must stay fast.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from rllm_sweeps.results import DEFAULT_GOAL, DEFAULT_METRIC
+from rllm_sweeps.records.metrics import DEFAULT_GOAL, DEFAULT_METRIC
 
 PLAN_SCHEMA_VERSION = 2  # 2: the facts (metrics, seed_key, swept) are stated
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One job of the plan: what the runner launches, what the report reads back."""
+
+    index: int  # position in the plan (0-based)
+    overrides: list[str]  # everything the job needs: `python train.py *overrides`
+    params: dict[str, Any]  # the point's values (swept and fixed parameters; not the seed)
+    point_id: str  # the same for every seed of a point: config hash without the seed
+    point_index: int  # the point's position among the plan's points
+    seed: int | None  # the job's seed_key value
+    config_hash: str  # rllm_sweeps.jobhash.config_hash of the job's resolved config
+    resources: dict[str, Any]  # the job's resources.* (nodes, gpus_per_node, time_min, ...)
+    engine: str = "jax"  # skyrl.engine
+    # A job asking for GPUs: its GPU memory estimate (GiB, config/memory_need.py); None: none (no GPU
+    # asked, SkyRL's GPU trainer, or the model's config.json is not here)
+    gpu_memory_gib: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _JOB_FIELDS}  # shallow: written, not kept
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PlannedJob:
+        """A job as to_dict wrote it (the plan's spool)."""
+        return cls(**data)
+
+    @classmethod
+    def from_plan_json(cls, data: Mapping[str, Any]) -> PlannedJob:
+        """A job of a plan.json, each field tolerated when missing (a report reads what it can)."""
+        index, chash = int(data.get("index", 0)), str(data.get("config_hash", ""))
+        params, resources, seed = data.get("params"), data.get("resources"), data.get("seed")
+        return cls(
+            index=index,
+            overrides=[str(o) for o in data.get("overrides") or []],
+            params=dict(params) if isinstance(params, dict) else {},
+            point_id=str(data.get("point_id") or chash),
+            point_index=int(data.get("point_index", index)),
+            seed=seed,
+            config_hash=chash,
+            resources=dict(resources) if isinstance(resources, dict) else {},
+            engine=str(data.get("engine") or "jax"),
+            gpu_memory_gib=data.get("gpu_memory_gib"),
+        )
+
+
+_JOB_FIELDS = tuple(f.name for f in fields(PlannedJob))
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The plan's counts and cost (the dry run shows them; the report reads `jobs`)."""
+
+    points: int  # points in the plan (after constraints)
+    jobs: int  # points x seeds
+    seeds: int  # jobs per point
+    candidates: int  # grid points before constraints, or samples drawn
+    dropped: int  # points the constraints dropped
+    validated: int  # jobs composed and validated
+    node_hours: float  # sum over jobs of nodes x time limit
+    gpu_hours: float  # sum over jobs of nodes x GPUs per node x time limit
+    plan_seconds: float = 0.0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Totals:
+        """plan.json's totals, a field missing or malformed read as 0."""
+
+        def number(name: str, kind: str) -> float:
+            value = data.get(name)
+            ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            return (float if kind == "float" else int)(value if ok else 0)
+
+        return cls(**{f.name: number(f.name, str(f.type)) for f in fields(cls)})
 
 
 @dataclass(frozen=True)
@@ -67,16 +141,16 @@ class PlanFacts:
 
 @dataclass(frozen=True)
 class PlanRecord:
-    """plan.json: its header, and its jobs as written (one dict per PlannedJob)."""
+    """plan.json: its header, and its jobs."""
 
     spec: dict[str, Any]  # the sweep in file syntax (SweepSpec.to_dict)
     source: str  # the sweep file, or "command line"
     facts: PlanFacts
     base_overrides: tuple[str, ...]  # what every job gets
     complete: bool  # False: a dry run's partial plan (the first jobs only)
-    totals: dict[str, Any]  # sweep/plan.py's Totals
+    totals: Totals
     notes: tuple[str, ...] = ()
-    jobs: tuple[dict[str, Any], ...] = field(default=(), repr=False)  # read back; a writer streams its own
+    jobs: tuple[PlannedJob, ...] = field(default=(), repr=False)  # read back; a writer streams its own
     schema_version: int = PLAN_SCHEMA_VERSION
 
     @property
@@ -92,7 +166,7 @@ class PlanRecord:
             **self.facts.to_dict(),
             "base_overrides": list(self.base_overrides),
             "complete": self.complete,
-            "totals": self.totals,
+            "totals": asdict(self.totals),
             "notes": list(self.notes),
         }
 
@@ -105,14 +179,15 @@ class PlanRecord:
         if facts is None:
             raise ValueError("plan.json does not state its metrics, seed key and swept keys (schema 1)")
         spec, totals, jobs = data.get("spec"), data.get("totals"), data.get("jobs")
+        jobs = jobs if isinstance(jobs, list) else []
         return cls(
             spec=spec if isinstance(spec, dict) else {},
             source=str(data.get("source") or ""),
             facts=facts,
             base_overrides=tuple(str(o) for o in data.get("base_overrides") or []),
             complete=data.get("complete") is not False,
-            totals=totals if isinstance(totals, dict) else {},
+            totals=Totals.from_dict(totals if isinstance(totals, dict) else {}),
             notes=tuple(str(n) for n in data.get("notes") or []),
-            jobs=tuple(j for j in jobs if isinstance(j, dict)) if isinstance(jobs, list) else (),
+            jobs=tuple(PlannedJob.from_plan_json(j) for j in jobs if isinstance(j, dict)),
             schema_version=int(data.get("schema_version") or 1),
         )

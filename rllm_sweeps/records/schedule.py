@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.atomic import write_text_atomic
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.results import write_text_atomic
 from rllm_sweeps.training.settings import LoopSettings
 
 # LoopSettings fields read afresh at every step (the optimizer's lr is set per step, the others

@@ -20,32 +20,21 @@ from typing import Any
 
 from rllm_sweeps.records.attempts import read_attempts, total_time_s
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
-from rllm_sweeps.records.plan import Metric
+from rllm_sweeps.records.metrics import best_values, never_moved, read_metrics, same_value
+from rllm_sweeps.records.plan import Metric, PlannedJob
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import FINAL_STATUSES, OUT_OF_MEMORY_FIX, FailureKind, JobStatus
 from rllm_sweeps.report.confirm_stats import confirm
 from rllm_sweeps.report.confirmation import ConfirmationReport, ConfirmedPoint
 from rllm_sweeps.report.study import StudySummary, read_study
 from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
-from rllm_sweeps.results import (
-    COMPLETED,
-    FAILED,
-    OUT_OF_MEMORY,
-    OUT_OF_MEMORY_FIX,
-    PREEMPTED,
-    PRUNED,
-    RUNNING,
-    JobResult,
-    best_values,
-    never_moved,
-    read_metrics,
-    same_value,
-)
 
 # Planned jobs with no result.json: the directory is there (the job died before writing
 # one), or not (the job never started).
 NO_RESULT = "no-result"
 DAMAGED_RESULT = "result.json cannot be read (truncated or not JSON)"
 NOT_STARTED = "not-started"
-STATUS_ORDER = (COMPLETED, PRUNED, RUNNING, PREEMPTED, FAILED, NO_RESULT, NOT_STARTED)
+STATUS_ORDER = (*JobStatus, NO_RESULT, NOT_STARTED)
 
 
 @dataclass(frozen=True)
@@ -75,7 +64,7 @@ class JobRow:
     point_index: int
     params: dict[str, Any]  # the swept parameters' values (not the seed)
     seed: int | None
-    status: str  # a results.STATUSES value, NO_RESULT or NOT_STARTED
+    status: str  # a JobStatus value, NO_RESULT or NOT_STARTED
     final: dict[str, float] = field(default_factory=dict)  # each sweep metric's final value, where known
     best: dict[str, float] = field(default_factory=dict)  # each sweep metric's best value, where known
     steps: int | None = None
@@ -83,7 +72,7 @@ class JobRow:
     restarts: int = 0
     attempts: int = 1  # process starts: SLURM's requeues and the sweep's retries too
     error: str | None = None  # the last line of the error
-    failure_kind: str | None = None
+    failure_kind: FailureKind | None = None
     overrides: list[str] = field(default_factory=list)
     job_dir: Path | None = None
 
@@ -143,7 +132,7 @@ class Report:
     @property
     def finished(self) -> bool:
         """Whether every planned job reached completed or pruned."""
-        return all(j.status in (COMPLETED, PRUNED) for j in self.jobs)
+        return all(j.status in FINAL_STATUSES for j in self.jobs)
 
     def status_line(self) -> str:
         """'4 jobs: 3 completed, 1 failed'."""
@@ -167,10 +156,9 @@ def build_report(sweep_dir: Path | str) -> Report:
     points = _point_rows(jobs, seed_key, base, metrics)
     best = [b for b in (best_point(points, m) for m in metrics) if b is not None]
     tally = Counter(j.status for j in jobs)
-    counts = {s: tally[s] for s in STATUS_ORDER if tally[s]}
-    counts.update({s: n for s, n in sorted(tally.items()) if s not in counts})  # statuses from newer writers
+    counts = {str(s): tally[s] for s in STATUS_ORDER if tally[s]}
 
-    planned_jobs = int(plan.totals.get("jobs") or len(jobs))
+    planned_jobs = plan.totals.jobs or len(jobs)
     notes = unmoved_notes(jobs, metrics)
     damaged = [j for j in jobs if j.status == NO_RESULT and j.error == DAMAGED_RESULT]
     if damaged:
@@ -188,7 +176,7 @@ def build_report(sweep_dir: Path | str) -> Report:
         which = "directory holds" if len(unplanned) == 1 else "directories hold"
         names = ", ".join(d.name for d in unplanned[:3]) + (" ..." if len(unplanned) > 3 else "")
         notes.append(f"{len(unplanned)} job {which} a config the plan does not have (left out): {names}")
-    out_of_memory = sum(j.failure_kind == OUT_OF_MEMORY for j in jobs)
+    out_of_memory = sum(j.failure_kind == FailureKind.OUT_OF_MEMORY for j in jobs)
     if out_of_memory:
         notes.append(f"{out_of_memory} of the failed jobs ran out of accelerator memory: {OUT_OF_MEMORY_FIX}")
     manifest = sd.manifest
@@ -233,7 +221,7 @@ def read_confirmation(sweep_dir: Path, points: list[PointRow], metric: Metric) -
         index = search.get(p.point_id, p.point_index)
         name = f"point {index}"
         rows = [by_index[i] for i in p.jobs]
-        values = [j.final[metric.name] for j in rows if j.status == COMPLETED and metric.name in j.final]
+        values = [j.final[metric.name] for j in rows if j.status == JobStatus.COMPLETED and metric.name in j.final]
         replicates[name] = values
         confirmed[name] = ConfirmedPoint(name, index, tuple(p.swept_overrides), len(rows), len(values))
     seeds = tuple(sorted({j.seed for j in stage.jobs if j.seed is not None}))
@@ -280,21 +268,18 @@ class _Curve:
         return max(times) if times else None
 
 
-def _job_row(sd: SweepDir, planned: dict[str, Any], swept: list[str], metrics: list[Metric]) -> JobRow:
-    index = int(planned.get("index", 0))
-    chash = str(planned.get("config_hash", ""))
-    params = planned.get("params") or {}
+def _job_row(sd: SweepDir, planned: PlannedJob, swept: list[str], metrics: list[Metric]) -> JobRow:
     row = JobRow(
-        index=index,
-        config_hash=chash,
-        point_id=str(planned.get("point_id") or chash),
-        point_index=int(planned.get("point_index", index)),
-        params={k: params[k] for k in swept if k in params},
-        seed=planned.get("seed"),
+        index=planned.index,
+        config_hash=planned.config_hash,
+        point_id=planned.point_id,
+        point_index=planned.point_index,
+        params={k: planned.params[k] for k in swept if k in planned.params},
+        seed=planned.seed,
         status=NOT_STARTED,
-        overrides=[str(o) for o in planned.get("overrides") or []],
+        overrides=list(planned.overrides),
     )
-    job_dir, result = sd.job_dir_of(index, chash)
+    job_dir, result = sd.job_dir_of(planned.index, planned.config_hash)
     row.job_dir = job_dir
     if job_dir is None:
         return row
@@ -365,10 +350,10 @@ def _point_rows(jobs: list[JobRow], seed_key: str, base: list[str], metrics: lis
             )
         point.jobs.append(job.index)
         point.seeds.append(job.seed)
-        point.completed += job.status == COMPLETED
+        point.completed += job.status == JobStatus.COMPLETED
     completed: dict[str, list[JobRow]] = {}
     for job in jobs:
-        if job.status == COMPLETED:
+        if job.status == JobStatus.COMPLETED:
             completed.setdefault(job.point_id, []).append(job)
     for point in by_point.values():
         members = completed.get(point.point_id, [])
@@ -400,8 +385,10 @@ def unmoved_notes(jobs: list[JobRow], metrics: list[Metric]) -> list[str]:
     in all of them; the best configuration then means nothing."""
     notes = []
     for m in metrics:
-        values = [j.final[m.name] for j in jobs if j.status == COMPLETED and m.name in j.final]
-        best = [j.best.get(m.name, j.final[m.name]) for j in jobs if j.status == COMPLETED and m.name in j.final]
+        values = [j.final[m.name] for j in jobs if j.status == JobStatus.COMPLETED and m.name in j.final]
+        best = [
+            j.best.get(m.name, j.final[m.name]) for j in jobs if j.status == JobStatus.COMPLETED and m.name in j.final
+        ]
         what = f"all {len(values)} completed jobs" if len(values) > 1 else "the one completed job"
         note = never_moved(m.name, values, what) if same_value(values + best) is not None else None
         if note is not None:

@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.metrics import read_metrics
+from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.report.model import PointRow, Report
 from rllm_sweeps.report.render import fmt_value, point_label, short_keys
-from rllm_sweeps.results import COMPLETED, PRUNED, read_metrics
 
 TRAIN_METRIC = "reward_mean"
 MAX_LEGEND = 10  # series in a legend; more are drawn without one
@@ -110,7 +111,7 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
             if not runs:
                 continue
             steps, mean, low, high = seed_band(runs)
-            style = "-" if all(status.get(j) == COMPLETED for j in point.jobs) else "--"
+            style = "-" if all(status.get(j) == JobStatus.COMPLETED for j in point.jobs) else "--"
             label = labels[point.point_id] if legend and ax is axes[0] else None
             if kind == "train":
                 ax.plot(steps, mean, style, color=colors[i], alpha=0.25, linewidth=0.8)
@@ -127,7 +128,7 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
     notes = ["each point: its seeds' mean, band from min to max"] if report.has_seeds else []
     if any(kind == "train" for kind, _ in panels):
         notes.append(f"train: EMA {SMOOTHING}, the raw mean faint behind")
-    if any(job.status != COMPLETED for job in report.jobs if job.index in curves):
+    if any(job.status != JobStatus.COMPLETED for job in report.jobs if job.index in curves):
         notes.append("dashed: a point with a job not completed (pruned, failed, running)")
     if notes:
         fig.suptitle("; ".join(notes), fontsize="small", color="0.35")
@@ -210,7 +211,7 @@ def metric_vs_param_figure(report: Report, metric: str, key: str) -> Any:
     with this one move with it: one series), nudged apart so their error bars do not overlap;
     pruned trials drawn at their last value, marked x. None: no point has the metric."""
     points = [p for p in report.points if p.metrics.get(metric) is not None and key in p.params]
-    pruned = [j for j in report.jobs if j.status == PRUNED and key in j.params and metric in j.final]
+    pruned = [j for j in report.jobs if j.status == JobStatus.PRUNED and key in j.params and metric in j.final]
     if not points and not pruned:
         return None
     together = {k for group in report.zipped if key in group for k in group}

@@ -22,7 +22,7 @@ from typing import Any
 
 from rllm_sweeps.records.layout import JOBS_DIR, MANIFEST_FILE, PLAN_FILE, RESULT_FILE, JobPaths
 from rllm_sweeps.records.plan import PlanFacts, PlanRecord
-from rllm_sweeps.results import COMPLETED, PRUNED, JobResult
+from rllm_sweeps.records.result import JobResult
 
 
 class ReportError(Exception):
@@ -50,7 +50,7 @@ class SweepDir:
             prefix = JobPaths.index_prefix(index)
             return max(
                 matches,
-                key=lambda m: (m[1].status in (COMPLETED, PRUNED), m[0].name.startswith(prefix), m[1].started_at or 0),
+                key=lambda m: (m[1].status.is_final, m[0].name.startswith(prefix), m[1].started_at or 0),
             )
         if config_hash and self.jobs_dir.is_dir():
             suffix = JobPaths.hash_suffix(config_hash)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rllm_sweeps.records.atomic import write_text_atomic
 from rllm_sweeps.records.layout import REPORT_DIR
 from rllm_sweeps.report.model import Report, build_report
 from rllm_sweeps.report.render import jobs_csv, points_csv, render_markdown
-from rllm_sweeps.results import write_text_atomic
 
 JOBS_CSV = "jobs.csv"
 POINTS_CSV = "points.csv"

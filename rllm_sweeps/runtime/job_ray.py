@@ -51,9 +51,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.attempts import attempt_ended
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.results import write_json_atomic
 from rllm_sweeps.runtime.auth import AUTH_VARS, RayAuth
 from rllm_sweeps.runtime.errors import RayClusterError
 from rllm_sweeps.runtime.gcs import NodeInfo, disconnect_driver, tcp_reachable, wait_for_nodes

@@ -22,7 +22,7 @@ from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.sweep.constraints import Constraint
 from rllm_sweeps.sweep.param import Choice, Param
 from rllm_sweeps.sweep.parse_cli import load_sweep_file, parse_sweep, sweep_file_path
-from rllm_sweeps.sweep.plan import PLAN_FILE, Plan, PlannedJob, Totals, render_plan
+from rllm_sweeps.sweep.plan import PLAN_FILE, Plan, render_plan
 from rllm_sweeps.sweep.planner import make_plan, plan_request, plan_sweep
 from rllm_sweeps.sweep.space import Point, SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec
@@ -34,13 +34,11 @@ __all__ = [
     "Metric",
     "Param",
     "Plan",
-    "PlannedJob",
     "Point",
     "SearchSpace",
     "SweepError",
     "SweepRequest",
     "SweepSpec",
-    "Totals",
     "load_sweep_file",
     "make_plan",
     "parse_sweep",

@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from launchers.base import Launcher
+from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.plan import PlannedJob, Totals
+from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import Schedule, read_schedule, write_schedule
-from rllm_sweeps.results import JobResult, write_json_atomic
 from rllm_sweeps.sweep.param import Choice, Param
-from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals, resource_hours
+from rllm_sweeps.sweep.plan import Plan, resource_hours
 from rllm_sweeps.sweep.runner import StaticSource, SweepRunner
 from rllm_sweeps.sweep.space import Point
 from rllm_sweeps.sweep.spec import SweepSpec

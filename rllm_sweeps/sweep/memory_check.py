@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from launchers.base import Launcher
-from rllm_sweeps.sweep.plan import PlannedJob
+from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.training.gpu_memory import GIB
 
 FIX = (

@@ -36,10 +36,12 @@ from typing import Any
 
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.records.layout import PLAN_FILE
-from rllm_sweeps.results import COMPLETED, PRUNED, JobResult
+from rllm_sweeps.records.plan import PlannedJob, Totals
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
 from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler
-from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals
+from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.runner import JobSource, JobToRun, job_dir_for
 from rllm_sweeps.sweep.space import SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec
@@ -224,14 +226,14 @@ class OptunaSource(JobSource):
 
         results = [entry.results[j.index] for j in entry.jobs]
         statuses = [r.status for r in results]
-        if PRUNED in statuses:
-            step = min(r.steps for r in results if r.status == PRUNED)
+        if JobStatus.PRUNED in statuses:
+            step = min(r.steps for r in results if r.status is JobStatus.PRUNED)
             entry.trial.set_user_attr("pruned_at_step", step)
             self.study.tell(entry.trial, state=optuna.trial.TrialState.PRUNED)
             self.finished += 1
             return
-        if any(s != COMPLETED for s in statuses):
-            bad = next(r for r in results if r.status != COMPLETED)
+        if any(s is not JobStatus.COMPLETED for s in statuses):
+            bad = next(r for r in results if r.status is not JobStatus.COMPLETED)
             reason = _last_line(bad.error) or f"a job ended {bad.status}"
             self._fail(entry.trial, f"job {bad.status}: {reason}")
             if "MetricNotReported" in (bad.error or ""):
@@ -286,7 +288,7 @@ class OptunaSource(JobSource):
             trial = optuna.trial.Trial(self.study, t._trial_id)
             jobs = [j for j in self.plan_jobs if j.point_index == t.number]
             results = {j.index: JobResult.read(job_dir_for(self.sweep_dir, j)) for j in jobs}
-            if jobs and all(r is not None and r.status in (COMPLETED, PRUNED) for r in results.values()):
+            if jobs and all(r is not None and r.status.is_final for r in results.values()):
                 self._tell(_Trial(trial, jobs, {i: r for i, r in results.items() if r is not None}))
                 adopted.append(t.number)
             else:

@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 from rllm_sweeps.config.rules import path_name
 from rllm_sweeps.config.spelling import canonical_key
 from rllm_sweeps.problems import Problems, did_you_mean
+from rllm_sweeps.records.metrics import EPISODE_METRICS, VALIDATION_METRICS, canonical_metric, is_validation_metric
 from rllm_sweeps.records.plan import Metric
-from rllm_sweeps.results import EPISODE_METRICS, VALIDATION_METRICS, canonical_metric, is_validation_metric
 from rllm_sweeps.sweep.confirm_settings import parse_confirm_settings
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
 from rllm_sweeps.sweep.optuna_settings import parse_optuna_settings

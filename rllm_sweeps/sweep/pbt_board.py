@@ -14,7 +14,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from rllm_sweeps.results import write_json_atomic
+from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.sweep.pbt import TrialState
 
 

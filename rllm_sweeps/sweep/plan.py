@@ -1,4 +1,4 @@
-"""The plan: a sweep's jobs (PlannedJob), their totals and cost, plan.json, the dry-run table.
+"""The plan: a sweep's jobs (records/plan.py's PlannedJob), their totals and cost, plan.json, the dry-run table.
 
     plan = make_plan(spec, base_overrides)          # sweep/planner.py: every job composed + validated
     print(plan.render(rows=20))                      # the dry-run table, totals, cost
@@ -13,53 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.layout import PLAN_FILE
-from rllm_sweeps.records.plan import PlanRecord
+from rllm_sweeps.records.plan import PlannedJob, PlanRecord, Totals
 from rllm_sweeps.sweep.spec import SweepSpec
 from rllm_sweeps.sweep.spool import JobSpool
-
-
-@dataclass(frozen=True)
-class PlannedJob:
-    index: int  # position in the plan (0-based)
-    overrides: list[str]  # everything the job needs: `python train.py *overrides`
-    params: dict[str, Any]  # the point's values (swept and fixed parameters; not the seed)
-    point_id: str  # the same for every seed of a point: config hash without the seed
-    point_index: int  # the point's position among the plan's points
-    seed: int | None  # the job's seed_key value
-    config_hash: str  # rllm_sweeps.jobhash.config_hash of the job's resolved config
-    resources: dict[str, Any]  # the job's resources.* (nodes, gpus_per_node, time_min, ...)
-    engine: str = "jax"  # skyrl.engine
-    # A job asking for GPUs: its GPU memory estimate (GiB, config/memory_need.py); None: none (no GPU
-    # asked, SkyRL's GPU trainer, or the model's config.json is not here)
-    gpu_memory_gib: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _JOB_FIELDS}  # shallow: written, not kept
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PlannedJob:
-        return cls(**data)
-
-
-_JOB_FIELDS = tuple(f.name for f in fields(PlannedJob))
-
-
-@dataclass(frozen=True)
-class Totals:
-    points: int  # points in the plan (after constraints)
-    jobs: int  # points x seeds
-    seeds: int  # jobs per point
-    candidates: int  # grid points before constraints, or samples drawn
-    dropped: int  # points the constraints dropped
-    validated: int  # jobs composed and validated
-    node_hours: float  # sum over jobs of nodes x time limit
-    gpu_hours: float  # sum over jobs of nodes x GPUs per node x time limit
-    plan_seconds: float = 0.0
 
 
 def resource_hours(resources: Iterable[dict[str, Any]]) -> tuple[float, float]:
@@ -99,7 +60,7 @@ class Plan:
             facts=self.spec.plan_facts(),
             base_overrides=tuple(self.base_overrides),
             complete=self.complete,
-            totals=asdict(self.totals),
+            totals=self.totals,
             notes=tuple(self.notes),
         )
         return record.header()
@@ -112,7 +73,7 @@ class Plan:
 
     def write(self, path: Path | str) -> Path:
         """plan.json, written atomically; the jobs are streamed to it, one line each."""
-        from rllm_sweeps.results import open_atomic
+        from rllm_sweeps.records.atomic import open_atomic
 
         path = Path(path)
         if path.is_dir() or path.suffix != ".json":
@@ -224,8 +185,6 @@ def render_plan(plan: Plan, rows: int = 20, parallel: int | None = None) -> str:
 __all__ = [
     "PLAN_FILE",
     "Plan",
-    "PlannedJob",
-    "Totals",
     "job_spool",
     "render_plan",
     "resource_hours",

@@ -33,11 +33,12 @@ from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.overrides import unread_added_key
 from rllm_sweeps.config.plain_tree import plain_get, plain_get_or_none
 from rllm_sweeps.problems import did_you_mean_key
+from rllm_sweeps.records.plan import PlannedJob, Totals
 from rllm_sweeps.sweep.idle_dimensions import IdleDimensions
 from rllm_sweeps.sweep.job_hashes import job_hashes
 from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.pbt_settings import pbt_job_issues
-from rllm_sweeps.sweep.plan import Plan, PlannedJob, Totals, job_spool, resource_hours
+from rllm_sweeps.sweep.plan import Plan, job_spool, resource_hours
 from rllm_sweeps.sweep.point_scan import PointScanner, Scan
 from rllm_sweeps.sweep.space import Point
 from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec

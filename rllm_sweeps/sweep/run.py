@@ -25,13 +25,13 @@ from omegaconf import DictConfig
 from launchers.base import Launcher
 from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.planned import job_overrides
+from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import MANIFEST_FILE
 from rllm_sweeps.records.writable import unwritable
-from rllm_sweeps.results import write_json_atomic
 from rllm_sweeps.sweep.memory_check import memory_lines
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import MAX_JOBS, plan_sweep
-from rllm_sweeps.sweep.runner import FINAL_STATES, JobSource, StaticSource, SweepRunner
+from rllm_sweeps.sweep.runner import JobSource, StaticSource, SweepRunner
 from rllm_sweeps.sweep.sweeper_lock import SweeperBusy, hold_sweep_dir
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
@@ -139,8 +139,8 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
     if results is None or confirmed is None:
         print(f"interrupted (Ctrl-C): rerun the same command to resume {sweep_dir}", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED)
-    failed = [i for i, r in results.items() if r is None or r.status not in FINAL_STATES]
-    failed += [f"confirm {i}" for i, r in confirmed.items() if r is None or r.status not in FINAL_STATES]
+    failed = [i for i, r in results.items() if r is None or not r.status.is_final]
+    failed += [f"confirm {i}" for i, r in confirmed.items() if r is None or not r.status.is_final]
     if source.stopped:
         print(f"{'error' if source.fatal else 'note'}: the search stopped: {source.stopped}", file=sys.stderr)
     if failed:

@@ -21,31 +21,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from launchers.base import JobState, JobStatus, Launcher, LaunchRequest
+from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from rllm_sweeps.config.paths import REPO_ROOT, checkout_file
 from rllm_sweeps.config.planned import VALIDATED_ENV, job_overrides, overrides_digest
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
-from rllm_sweeps.results import (
-    COMPLETED,
-    FAILED,
-    METRICS_ENV,
-    PREEMPTED,
-    PRUNED,
-    RUNNING,
-    JobResult,
-    metrics_env,
-    read_metrics,
-    same_value,
-)
-from rllm_sweeps.sweep.plan import Plan, PlannedJob
+from rllm_sweeps.records.metrics import METRICS_ENV, metrics_env, read_metrics, same_value
+from rllm_sweeps.records.plan import PlannedJob
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import FailureKind, JobStatus
+from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.spec import Metric
 from rllm_sweeps.trackers import clock
 
 TRAIN = REPO_ROOT / "train.py"
-FINAL_STATES = (COMPLETED, PRUNED)
-INFRASTRUCTURE = "infrastructure"
-USER = "user"
 
 
 @dataclass
@@ -112,7 +101,7 @@ def existing_jobs(sweep_dir: Path) -> dict[str, tuple[Path, JobResult]]:
         result = JobResult.read(job_dir)
         if result is None:
             continue
-        if result.config_hash not in found or result.status in FINAL_STATES:
+        if result.config_hash not in found or result.status.is_final:
             found[result.config_hash] = (job_dir, result)
     return found
 
@@ -128,7 +117,7 @@ class StaticSource(JobSource):
         self._queue: list[JobToRun] = []
         for job in plan.jobs:
             found = existing.get(job.config_hash)
-            if found and found[1].status in FINAL_STATES:
+            if found and found[1].status.is_final:
                 self._done[job.index] = found[1]
             else:
                 self._queue.append(JobToRun(job, found[0] if found else job_dir_for(sweep_dir, job)))
@@ -157,7 +146,7 @@ class StaticSource(JobSource):
 
 
 def _is_final(result: JobResult | None) -> bool:
-    return result is not None and result.status in FINAL_STATES
+    return result is not None and result.status.is_final
 
 
 @dataclass
@@ -292,19 +281,23 @@ class SweepRunner:
 
     # -- ending --------------------------------------------------------------------------
 
-    def finish(self, index: int, entry: _Running, status: JobStatus) -> None:
+    def finish(self, index: int, entry: _Running, status: PollStatus) -> None:
         del self.running[index]
         self.durations.append(time.monotonic() - entry.started)
         job_dir = entry.run.job_dir
         result = JobResult.read(job_dir)
-        if result is None or result.status == RUNNING:
+        if result is None or result.status is JobStatus.RUNNING:
             result = self.record_crash(entry.run, status)
-        if status.failure and result.status in (FAILED, PREEMPTED):
+        if status.failure and result.status in (JobStatus.FAILED, JobStatus.PREEMPTED):
             # The scheduler knows better than the job why it died (node failure, memory); a job that
             # saw only the SIGTERM of its lost node recorded itself as preempted.
-            result.status, result.failure_kind = FAILED, INFRASTRUCTURE
+            result.status, result.failure_kind = JobStatus.FAILED, FailureKind.INFRASTRUCTURE
             result.error = f"{status.failure}\n{result.error or ''}".strip()
-        if result.status == FAILED and result.failure_kind == INFRASTRUCTURE and entry.retries < self.max_retries:
+        if (
+            result.status is JobStatus.FAILED
+            and result.failure_kind is FailureKind.INFRASTRUCTURE
+            and entry.retries < self.max_retries
+        ):
             reason = (result.error or "infrastructure failure").splitlines()[0]
             # The job's record keeps every retry the sweep made, across sweeper restarts too.
             history = max(result.retry_reasons, entry.retry_reasons, key=len)
@@ -325,12 +318,12 @@ class SweepRunner:
         self.source.on_result(entry.run, result)
         self.print_progress(f"job {index} {result.status}")
 
-    def record_crash(self, run: JobToRun, status: JobStatus) -> JobResult:
+    def record_crash(self, run: JobToRun, status: PollStatus) -> JobResult:
         """A job that died without a result (killed, or failed before writing one): the scheduler's
         reason and log, and the job's own log, in `error`."""
         log = JobPaths(run.job_dir).log
         tail = log.read_text(errors="replace")[-4000:] if log.exists() else ""
-        result = JobResult.read(run.job_dir) or JobResult(status=FAILED, config_hash=run.job.config_hash)
+        result = JobResult.read(run.job_dir) or JobResult(status=JobStatus.FAILED, config_hash=run.job.config_hash)
         where = "\n".join(
             part
             for part in (
@@ -340,8 +333,8 @@ class SweepRunner:
             )
             if part
         )
-        result.status, result.error = FAILED, where
-        result.failure_kind = INFRASTRUCTURE if status.failure else USER
+        result.status, result.error = JobStatus.FAILED, where
+        result.failure_kind = FailureKind.INFRASTRUCTURE if status.failure else FailureKind.USER
         result.overrides = result.overrides or list(run.job.overrides)
         result.attempts = max(result.attempts, len(attempts.read_attempts(run.job_dir)))
         result.write(run.job_dir)
@@ -350,10 +343,10 @@ class SweepRunner:
     def record_interrupted(self, run: JobToRun) -> None:
         """Ctrl-C on the sweeper: a job stopped before it could write its own record says so."""
         result = JobResult.read(run.job_dir)
-        if result is not None and result.status != RUNNING:
+        if result is not None and result.status is not JobStatus.RUNNING:
             return
-        result = result or JobResult(status=PREEMPTED, config_hash=run.job.config_hash)
-        result.status, result.error = PREEMPTED, "stopped by Ctrl-C on the sweeper: rerun the sweep to resume"
+        result = result or JobResult(status=JobStatus.PREEMPTED, config_hash=run.job.config_hash)
+        result.status, result.error = JobStatus.PREEMPTED, "stopped by Ctrl-C on the sweeper: rerun the sweep to resume"
         result.overrides = result.overrides or list(run.job.overrides)
         result.ended_at = time.time()
         result.write(run.job_dir)
@@ -362,7 +355,7 @@ class SweepRunner:
 
     def print_progress(self, event: str = "") -> None:
         results = self.results
-        done = sum(1 for r in results.values() if r is not None and r.status in FINAL_STATES)
+        done = sum(1 for r in results.values() if r is not None and r.status.is_final)
         failed = len(results) - done
         queued = self.source.pending()
         elapsed = time.monotonic() - self.started
@@ -401,7 +394,7 @@ class SweepRunner:
         scored = [
             (r.final[name], i)
             for i, r in self.results.items()
-            if r is not None and r.status == COMPLETED and name in r.final  # a pruned job's value is partial
+            if r is not None and r.status is JobStatus.COMPLETED and name in r.final  # a pruned job's value is partial
         ]
         if not scored:
             return ""

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.native import quiet_skyrl
+from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
-from rllm_sweeps.sweep.plan import PlannedJob
 from rllm_sweeps.sweep.planner import Planner
 from rllm_sweeps.sweep.space import Point
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec

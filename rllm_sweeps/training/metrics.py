@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from rllm_sweeps.records.result import PHASES, phase_metric
 from rllm_sweeps.training.datums import Datum
 from rllm_sweeps.training.dynamic_sampling import SampledBatch
 from rllm_sweeps.training.episodes import GroupKey, ScoredTrajectory
@@ -71,6 +72,11 @@ class StepTimes:
             step=timer.elapsed(),
         )
 
+    def phase_seconds(self) -> dict[str, float]:
+        """The step's seconds by result.json's phases (records/result.py's PHASES)."""
+        other = self.step - self.sample - self.forward_backward - self.optim
+        return dict(zip(PHASES, (self.sample, self.forward_backward, self.optim, other), strict=True))
+
 
 @dataclass
 class StepOutcome:
@@ -122,10 +128,7 @@ def train_metrics(o: StepOutcome, settings: LoopSettings, *, per_episode: bool) 
         "prompts_truncated": sum(e.prompt_truncated for e in o.episodes if e.rollout_index == 0),
         "tokens_sampled": int(resp_lens.sum()),
         "tokens_trained": int(sum(u.tokens for u in o.updates)),
-        "time_sample_s": t.sample,
-        "time_forward_backward_s": t.forward_backward,
-        "time_optim_s": t.optim,
-        "time_other_s": t.step - t.sample - t.forward_backward - t.optim,
+        **{phase_metric(phase): seconds for phase, seconds in t.phase_seconds().items()},
         "time_reward_s": t.reward,
         "time_sync_s": t.sync,
         "time_step_s": t.step,

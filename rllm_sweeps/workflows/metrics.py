@@ -1,4 +1,4 @@
-"""Per-role and per-episode metrics of a phase's episodes (names: rllm_sweeps/results.py)."""
+"""Per-role and per-episode metrics of a phase's episodes (names: rllm_sweeps/records/metrics.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rllm_sweeps.results import ROLE_METRIC_STATS, role_metric
+from rllm_sweeps.records.metrics import ROLE_METRIC_STATS, role_metric
 from rllm_sweeps.workflows.episode import Episode, Termination
 
 

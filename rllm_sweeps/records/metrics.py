@@ -1,85 +1,21 @@
-"""A job's record on disk: result.json (one per job, written atomically) and metrics.jsonl.
-
-This module is the single definition of both formats; the report, resume and the
-search strategies read jobs through it. A sweep directory is thereby self-describing.
-"""
+"""A job's metrics: metrics.jsonl (one record per training step and per validation, appended), the
+names of the validation metrics a job reports, and how a job's best value of each is judged."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from rllm_sweeps.records.layout import JobPaths
 
-SCHEMA_VERSION = 1
 # What a job's `final` holds: the validation metrics the loop reports (a sweep's metric is one of them).
 VALIDATION_METRICS = ("val_reward_mean", "val_reward_std", "val_response_length_mean", "val_num_samples")
 # The metric a job and a sweep are judged by when none is named, and its goal.
 DEFAULT_METRIC, DEFAULT_GOAL = "val_reward_mean", "maximize"
 # The sweep's metrics and goals, handed to each job ("NAME:GOAL,..."): a job's `best` follows them.
 METRICS_ENV = "RLLM_SWEEPS_METRICS"
-
-# Job states. `completed` and `pruned` are final successes; resume reruns the others.
-COMPLETED, FAILED, PRUNED, RUNNING, PREEMPTED = "completed", "failed", "pruned", "running", "preempted"
-STATUSES = (COMPLETED, FAILED, PRUNED, RUNNING, PREEMPTED)
-
-# A failed job's failure_kind: "user" (config, reward code: not retried), "infrastructure" (worth a retry
-# elsewhere), or OUT_OF_MEMORY: the accelerator's memory ran out (not retried: the same job on the
-# same share fails again), with the settings that fix it.
-OUT_OF_MEMORY = "out-of-memory"
-OUT_OF_MEMORY_FIX = (
-    "lower skyrl.jax.train_micro_batch_size or skyrl.jax.sample_max_num_sequences, or give each job a GPU "
-    "of its own (resources.jobs_per_gpu=1)"
-)
-
-
-@dataclass
-class JobResult:
-    status: str
-    config_hash: str
-    overrides: list[str] = field(default_factory=list)
-    steps: int = 0  # training steps completed
-    final: dict[str, float] = field(default_factory=dict)  # last validation's metrics
-    best: dict[str, float] = field(default_factory=dict)  # best value of each judged metric, by its goal
-    validations: list[dict[str, float]] = field(default_factory=list)  # every validation's metrics, with its step
-    wall_time_s: float = 0.0  # this attempt, from job start to end
-    phase_time_s: dict[str, float] = field(default_factory=dict)  # sample / forward_backward / optim / other
-    started_at: float = 0.0  # unix time of this attempt's start
-    ended_at: float | None = None
-    restarts: int = 0  # times the job was resumed from a checkpoint
-    attempts: int = 1  # times its process was started (SLURM's requeues too; records/attempts.py)
-    nodes: int = 1  # nodes of the job's Ray cluster (resources.nodes until it has trained)
-    engine: str = "jax"  # skyrl.engine
-    backend: str = ""  # the SkyRL backend class that trained (JaxBackend, RayJaxBackend, ...)
-    processes: int = 1  # JAX processes (RayJaxBackend: one per bundle)
-    error: str | None = None  # the tail of the error, for failed jobs
-    failure_kind: str | None = None  # "user" | "infrastructure" | OUT_OF_MEMORY (above)
-    gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the job ran with (None: not set)
-    retries: int = 0  # times the sweep launched the job again after an infrastructure failure
-    retry_reasons: list[str] = field(default_factory=list)  # why, one line per retry
-    versions: dict[str, str] = field(default_factory=dict)
-    git_revision: str | None = None
-    schema_version: int = SCHEMA_VERSION
-
-    def write(self, job_dir: Path) -> Path:
-        return write_json_atomic(JobPaths(Path(job_dir)).result, asdict(self))
-
-    @classmethod
-    def read(cls, job_dir: Path) -> JobResult | None:
-        """The job's result, or None if it has none (never started, or died before writing)."""
-        path = JobPaths(Path(job_dir)).result
-        try:
-            data = json.loads(path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
-            return None
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def judged_metrics(env: str | None = None) -> list[tuple[str, str]]:
@@ -125,47 +61,6 @@ def never_moved(name: str, values: list[float], where: str) -> str | None:
             f"that cannot be met)"
         )
     return f"{name} was {value:.4g} in {where}: it never moved"
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-# A record is as readable as a file open() creates (0644 under the usual umask): colleagues on
-# shared storage read a sweep's results. mkstemp's temporary file alone would be 0600.
-RECORD_MODE = 0o666 & ~_umask()
-
-
-@contextlib.contextmanager
-def open_atomic(path: Path) -> Iterator[IO[str]]:
-    """A file to write in pieces (a large plan.json) that readers see whole or not at all: it
-    replaces `path` when the block ends without an error."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, RECORD_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write a file so that readers see the old one or the new one, never half of one."""
-    with open_atomic(path) as f:
-        f.write(text)
-    return path
-
-
-def write_json_atomic(path: Path, data: Any) -> Path:
-    """JSON, atomically (write_text_atomic)."""
-    return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
 class MetricsLog:

@@ -1,0 +1,99 @@
+"""A job's record: result.json, one per job, written atomically (by the job, and by the sweeper for a
+job that died without writing its own). The report, resume, `status` and the search strategies read
+jobs through it, so a sweep directory is self-describing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from rllm_sweeps.records.atomic import write_json_atomic
+from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.status import FailureKind, JobStatus
+
+SCHEMA_VERSION = 1
+# result.json's phase_time_s: the seconds of each phase, summed over the job's training steps; each step's
+# are its train record's time_<phase>_s (training/metrics.py's StepTimes measures them).
+PHASES = ("sample", "forward_backward", "optim", "other")
+
+
+def phase_metric(phase: str) -> str:
+    """The train record's key of a phase's seconds in one step."""
+    return f"time_{phase}_s"
+
+
+@dataclass(frozen=True)
+class TrainingSummary:
+    """What a job's training did (job.py's loop), for its result.json."""
+
+    steps: int  # training steps completed
+    finished: bool  # every planned step ran
+    final: dict[str, float]  # the last validation's metrics
+    best: dict[str, float]  # each judged metric's best value, by its goal
+    validations: list[dict[str, float]]  # every validation's metrics, with its step
+    phase_time_s: dict[str, float]  # by PHASES
+    backend: str  # the SkyRL backend class that trained
+    processes: int  # JAX processes
+    nodes: int  # nodes of the job's Ray cluster
+    pruned_at: int | None = None  # the step its Optuna trial's pruner stopped it at
+
+
+@dataclass
+class JobResult:
+    status: JobStatus
+    config_hash: str
+    overrides: list[str] = field(default_factory=list)
+    steps: int = 0  # training steps completed
+    final: dict[str, float] = field(default_factory=dict)  # last validation's metrics
+    best: dict[str, float] = field(default_factory=dict)  # best value of each judged metric, by its goal
+    validations: list[dict[str, float]] = field(default_factory=list)  # every validation's metrics, with its step
+    wall_time_s: float = 0.0  # this attempt, from job start to end
+    phase_time_s: dict[str, float] = field(default_factory=dict)  # by PHASES
+    started_at: float = 0.0  # unix time of this attempt's start
+    ended_at: float | None = None
+    restarts: int = 0  # times the job was resumed from a checkpoint
+    attempts: int = 1  # times its process was started (SLURM's requeues too; records/attempts.py)
+    nodes: int = 1  # nodes of the job's Ray cluster (resources.nodes until it has trained)
+    engine: str = "jax"  # skyrl.engine
+    backend: str = ""  # the SkyRL backend class that trained (JaxBackend, RayJaxBackend, ...)
+    processes: int = 1  # JAX processes (RayJaxBackend: one per bundle)
+    error: str | None = None  # the tail of the error, for failed jobs
+    failure_kind: FailureKind | None = None  # for a failed job: whose fault
+    gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the job ran with (None: not set)
+    retries: int = 0  # times the sweep launched the job again after an infrastructure failure
+    retry_reasons: list[str] = field(default_factory=list)  # why, one line per retry
+    versions: dict[str, str] = field(default_factory=dict)
+    git_revision: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        # result.json holds the enums' strings: read back (or given as strings), they are the enums again.
+        self.status = JobStatus(self.status)
+        self.failure_kind = None if self.failure_kind is None else FailureKind(self.failure_kind)
+
+    def record_training(self, summary: TrainingSummary, stop_requested: bool) -> None:
+        """What the training did, and the state it ended in. A stop that came after the last step
+        stopped nothing: the job completed."""
+        self.steps, self.final, self.best = summary.steps, summary.final, summary.best
+        self.validations, self.phase_time_s = summary.validations, summary.phase_time_s
+        self.backend, self.processes, self.nodes = summary.backend, summary.processes, summary.nodes
+        if stop_requested and not summary.finished:
+            self.status = JobStatus.PREEMPTED
+        else:
+            self.status = JobStatus.PRUNED if summary.pruned_at is not None else JobStatus.COMPLETED
+
+    def write(self, job_dir: Path) -> Path:
+        return write_json_atomic(JobPaths(Path(job_dir)).result, asdict(self))
+
+    @classmethod
+    def read(cls, job_dir: Path) -> JobResult | None:
+        """The job's result, or None if it has none (never started, or died before writing) or one
+        that cannot be read (cut short, or a status no writer here knows)."""
+        path = JobPaths(Path(job_dir)).result
+        try:
+            data = json.loads(path.read_text())
+            known = {f.name for f in fields(cls)}
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except (FileNotFoundError, json.JSONDecodeError, ValueError, TypeError):  # TypeError: no status
+            return None

@@ -1,0 +1,42 @@
+"""records/ is the contract between the stages: the job states and failure kinds are enums whose
+strings result.json keeps, and plan.json's jobs read back as PlannedJob."""
+
+from __future__ import annotations
+
+import json
+
+from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.plan import PlanFacts, PlannedJob, PlanRecord, Totals
+from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.status import FailureKind, JobStatus
+
+
+def test_result_json_keeps_the_status_and_failure_kind_strings_and_reads_them_back_as_enums(tmp_path):
+    JobResult(status=JobStatus.FAILED, config_hash="h", failure_kind=FailureKind.OUT_OF_MEMORY).write(tmp_path)
+    data = json.loads(JobPaths(tmp_path).result.read_text())
+    assert (data["status"], data["failure_kind"]) == ("failed", "out-of-memory")
+    back = JobResult.read(tmp_path)
+    assert back.status is JobStatus.FAILED and back.failure_kind is FailureKind.OUT_OF_MEMORY
+
+
+def test_only_completed_and_pruned_are_final_and_only_infrastructure_failures_are_retried():
+    assert {s for s in JobStatus if s.is_final} == {JobStatus.COMPLETED, JobStatus.PRUNED}
+    assert [k for k in FailureKind if k.is_infrastructure] == [FailureKind.INFRASTRUCTURE]
+    assert all(k.is_user for k in FailureKind if k is not FailureKind.INFRASTRUCTURE)
+
+
+def test_a_status_no_writer_knows_is_an_unreadable_result(tmp_path):
+    JobPaths(tmp_path).result.write_text(json.dumps({"status": "exploded", "config_hash": "h"}))
+    assert JobResult.read(tmp_path) is None
+
+
+def test_plan_json_jobs_and_totals_read_back_as_records_the_missing_fields_defaulted():
+    job = PlannedJob(0, ["trainer.lr=0.1"], {"trainer.lr": 0.1}, "p", 0, 1, "h", {"nodes": 1}, gpu_memory_gib=2.5)
+    totals = Totals(1, 1, 1, 1, 0, 1, 0.5, 0.5)
+    facts = PlanFacts((), "trainer.seed", ("trainer.lr",))
+    written = PlanRecord({}, "cli", facts, (), True, totals, jobs=(job,))
+    data = {**written.header(), "jobs": [job.to_dict(), {"index": 3, "config_hash": "x"}, "junk"]}
+    record = PlanRecord.from_dict(json.loads(json.dumps(data)))
+    assert record.totals == totals and record.jobs[0] == job
+    assert record.jobs[1] == PlannedJob(3, [], {}, "x", 3, None, "x", {})
+    assert PlanRecord.from_dict({**data, "totals": {"jobs": "many"}}).totals.jobs == 0
