@@ -97,10 +97,10 @@ def finalize(
 
 
 def config_notes(plain: dict, explicit: Iterable[str]) -> list[str]:
-    """What a valid config's job says once: settings that change nothing here (engines.py) and the
+    """What a valid config's job says once: settings that change nothing here (engine_settings.py) and the
     defaults decided by the rule where SkyRL's and rLLM's differ (defaults_rule.py)."""
     from rllm_sweeps.config.defaults_rule import default_rule_notes
-    from rllm_sweeps.engines import unused_notes
+    from rllm_sweeps.config.engine_settings import unused_notes
 
     return unused_notes(plain, explicit) + default_rule_notes(plain, explicit)
 
