@@ -58,7 +58,7 @@ class KeyMapping:
 # meaning. Names that mean the same in rLLM and SkyRL's registry are spelled the same; rLLM's
 # `reinforce` (no baseline) and `reinforce_plus_plus_baseline` (group mean, then batch scaling)
 # have no SkyRL twin and SkyRL's `reinforce++` (batch whitening only) and `maxrl` no rLLM one:
-# each keeps its name on both sides (SkyRL's workers never read the native key: engines.py).
+# each keeps its name on both sides (SkyRL's workers never read the native key: config/engine_settings.py).
 # The names: training/advantages.py ESTIMATORS.
 
 # The loop's loss names (Tinker's) -> SkyRL's policy_loss_type: Tinker's "ppo" is SkyRL's

@@ -79,7 +79,7 @@ class JobComposer:
         self._group_lines = [o.input_line for o in parsed.groups]
         self._hydra_lines = [o.input_line for o in parsed.hydra]
         self._values = parsed.values
-        self._explicit = frozenset(parsed.explicit_keys)  # named by the user: engines.py refuses unread ones
+        self._explicit = frozenset(parsed.explicit_keys)  # named by the user: engine_settings.py refuses unread ones
         self._bases: dict[tuple[str, ...], Base | ConfigError] = {}
         self._group_cfgs: dict[tuple[str, ...], tuple[DictConfig, set[str]] | ConfigError] = {}
         self.validator = CachedValidator()
