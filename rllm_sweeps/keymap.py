@@ -64,9 +64,10 @@ class KeyMapping:
 _LOSSES = {"ppo": "regular"}
 _LOSSES_BACK = {v: k for k, v in _LOSSES.items()}
 
-# skyrl.engine -> SkyRL's trainer.strategy. The JAX engine never reads the strategy: it keeps
-# SkyRL's default there, so the native tree stays one that SkyRL accepts.
-_STRATEGIES = {"jax": "fsdp", "fsdp": "fsdp", "megatron": "megatron"}
+# skyrl.engine -> SkyRL's trainer.strategy: the GPU trainer's engines are named by their strategy.
+# The JAX engine never reads the strategy: it keeps SkyRL's default there, so the native tree stays
+# one that SkyRL accepts.
+_STRATEGIES = {"jax": "fsdp"}
 
 
 def _named(name: str) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.config.cross_rule import CrossRule
-from rllm_sweeps.config.engine_names import ENGINES
+from rllm_sweeps.config.engine_names import ENGINES, GPU_TRAINER
 from rllm_sweeps.config.gpu_trainer_rules import GPU_TRAINER_RULES
 from rllm_sweeps.keymap import LOSS_AGG_MODES, LR_SCHEDULES
 from rllm_sweeps.training.advantages import ESTIMATORS as _ESTIMATOR_FUNCTIONS
@@ -279,7 +279,7 @@ CROSS_RULES: tuple[CrossRule, ...] = (
     ),
     CrossRule(
         ("algorithm.use_kl_loss", "skyrl.engine"),
-        lambda use_kl, engine: not (use_kl and engine in ("fsdp", "megatron")),
+        lambda use_kl, engine: not (use_kl and engine in GPU_TRAINER),
         "algorithm.use_kl_loss=true runs on skyrl.engine=jax only: SkyRL's Tinker-mode trainer "
         "(fsdp/megatron) turns its KL loss off",
     ),
