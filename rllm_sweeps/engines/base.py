@@ -46,7 +46,7 @@ class BuiltBackend:
 class Engine:
     """One SkyRL backend: what it reads, what the loop must know of it, and how it runs."""
 
-    name: ClassVar[str]  # skyrl.engine's value
+    name: str  # skyrl.engine's value
     uses_ray: ClassVar[bool] = False  # its backend runs on the job's Ray cluster
     # Why a one-node job of this engine starts no Ray (recorded in the job's ray.json).
     no_ray_reason: ClassVar[str] = ""

@@ -24,7 +24,7 @@ JAX_CACHE_ENV = "RLLM_SWEEPS_JAX_CACHE"  # "off": no shared compilation cache
 class JaxEngine(Engine):
     """SkyRL's JaxBackend, in the job's process: no Ray on one node."""
 
-    name: ClassVar[str] = "jax"
+    name = "jax"
     no_ray_reason: ClassVar[str] = "SkyRL's JaxBackend runs in this process: no Ray"
 
     def selected_by(self) -> dict[str, Any]:

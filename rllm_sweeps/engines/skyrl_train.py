@@ -59,11 +59,7 @@ class SkyRLTrainEngine(Engine):
     uses_ray: ClassVar[bool] = True
 
     def __init__(self, strategy: str) -> None:
-        self.strategy = strategy  # "fsdp" | "megatron": skyrl.engine's value
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.strategy
+        self.name = self.strategy = strategy  # "fsdp" | "megatron": skyrl.engine's value is the strategy
 
     def reads_train_setting(self, rel: str) -> bool:
         return rel.startswith(SUBTREES) and rel not in ppo_loop_only()
