@@ -28,9 +28,9 @@ def main() -> int:
 
     from transformers import AutoTokenizer
 
+    from rllm_sweeps.cachedir import cache_dir
     from rllm_sweeps.config.load import load_config
-    from rllm_sweeps.engines import traits
-    from rllm_sweeps.job import cache_dir
+    from rllm_sweeps.engines import JaxEngine
     from rllm_sweeps.models import resolve_model_path
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.training.jax_backend import make_jax_backend
@@ -42,7 +42,7 @@ def main() -> int:
     model_dir = resolve_model_path(str(cfg.model.path), cache_dir())
     backend = make_jax_backend(model_dir, settings, max_lora_adapters=3)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    own = traits("jax")
+    own = JaxEngine().traits
     routes = {"engine's ppo": own, "custom route": dataclasses.replace(own, losses=("importance_sampling",))}
     times: dict[str, list[float]] = {name: [] for name in routes}
     steps: dict[str, list[float]] = {name: [] for name in routes}

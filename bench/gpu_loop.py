@@ -99,9 +99,9 @@ def main() -> None:
 
     from transformers import AutoTokenizer
 
-    from rllm_sweeps.engines import traits
+    from rllm_sweeps.engines import JaxEngine
 
-    engine = traits("jax")
+    engine = JaxEngine().traits
     if args.round_trip:
         engine = dataclasses.replace(engine, sampler_shares_trained_weights=False)
     steps: list[dict] = []

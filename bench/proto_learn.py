@@ -58,6 +58,7 @@ def main() -> int:
     import jax
     import skyrl.utils.log  # noqa: F401  (configures the "skyrl" logger at DEBUG on import)
 
+    from rllm_sweeps.engines import JaxEngine
     from rllm_sweeps.models import resolve_model_path
     from rllm_sweeps.tasks import load_task
     from rllm_sweeps.training.jax_backend import enable_jax_compilation_cache, make_jax_backend
@@ -106,7 +107,9 @@ def main() -> int:
         print(f"val  @ step {m['step']:3d}: reward {m['val_reward_mean']:.3f}  ({m['time_val_s']:.2f}s)", flush=True)
 
     with tempfile.TemporaryDirectory(prefix="proto_learn-") as work:
-        trainer = RLTrainer(settings, backend, task, tokenizer, work, hooks=LoopHooks(on_step, on_val))
+        trainer = RLTrainer(
+            settings, backend, task, tokenizer, work, hooks=LoopHooks(on_step, on_val), engine=JaxEngine().traits
+        )
         t = time.perf_counter()
         trainer.setup()
         t_setup = time.perf_counter() - t

@@ -13,7 +13,8 @@ def cmd_keys(args: argparse.Namespace) -> int:
     from omegaconf import OmegaConf
 
     from rllm_sweeps.config.load import load_config
-    from rllm_sweeps.engines import loop_native_keys, readers
+    from rllm_sweeps.config.setting_effect import loop_native_keys
+    from rllm_sweeps.engines import readers
     from rllm_sweeps.keymap import KEY_MAPPINGS
 
     cfg = load_config([], notify=lambda _: None)

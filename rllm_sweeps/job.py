@@ -23,9 +23,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.cachedir import cache_dir
-from rllm_sweeps.config.gpu_trainer_rules import node_gpus
 from rllm_sweeps.config.paths import REPO_ROOT
+from rllm_sweeps.engines import engine_of
 from rllm_sweeps.failures import failure_kind
 from rllm_sweeps.job_dir import JobLost, JobRefused, hold_job_dir, note_holder, refusal_reason, write_hydra_record
 from rllm_sweeps.jobhash import config_hash
@@ -44,10 +43,6 @@ from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind, JobStatus
 
 EXIT_PREEMPTED = 143  # 128 + SIGTERM, what a scheduler expects from a job it stopped
 VERSIONED_PACKAGES = ("rllm-sweeps", "skyrl", "jax", "ray", "hydra-core", "optuna", "submitit", "torch")
-
-
-class JobFailed(RuntimeError):
-    """The job could not run; the message says why and what to do."""
 
 
 class StopRequested:
@@ -151,7 +146,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         result.retries, result.retry_reasons = previous.retries, list(previous.retry_reasons)
     stop = StopRequested()
     try:
-        check_engine_available(cfg)
+        engine_of(cfg).check_available()  # before Ray or a model starts
         resume_from = find_resume_point(cfg, job_dir)
         if resume_from is not None and previous is not None:
             result.restarts = previous.restarts + 1
@@ -189,7 +184,6 @@ def _train(
 ) -> TrainingSummary:
     """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.data.task import job_task, job_workflow
-    from rllm_sweeps.engines import traits
     from rllm_sweeps.records.schedule import read_schedule
     from rllm_sweeps.runtime.job_ray import job_ray_cluster, no_ray
     from rllm_sweeps.runtime.node_role import NodeRole
@@ -208,33 +202,34 @@ def _train(
     workflow = read_workflow(job_workflow(plain.get("workflow"), plain))
     # An Optuna sweep's job reports to its trial and may be pruned (None outside one).
     trial = TrialReporter.from_env(settings.total_steps(len(task.train)))
-    # Ray only where it is used: RayJaxBackend, SkyRL's GPU trainer, several nodes. On a multi-node
+    engine = engine_of(cfg)
+    # Ray only where it is used: by the engine's backend, or on several nodes. On a multi-node
     # allocation this is the head; the other nodes' tasks join it (job_ray.py). ray.json records
     # this job's Ray processes (or that it has none), for `status` and teardown checks.
     nodes = NodeRole.of_this_process().nodes
-    if backend_uses_ray(cfg) or nodes > 1:
-        cluster = job_ray_cluster(job_dir, *ray_node_resources(cfg), nodes=nodes)
+    if engine.uses_ray or nodes > 1:
+        cluster = job_ray_cluster(job_dir, *engine.node_resources(cfg), nodes=nodes)
     else:
-        cluster = no_ray(job_dir, "SkyRL's JaxBackend runs in this process: no Ray")
+        cluster = no_ray(job_dir, engine.no_ray_reason)
     with cluster as ray_cluster:
         n_nodes = ray_cluster.node_count
         if ray_cluster.address is not None:
             print(f"ray cluster up at RAY_ADDRESS={ray_cluster.address} ({n_nodes} nodes)", flush=True)
-        backend, tokenizer = build_backend(cfg, settings, job_dir, workflow.settings.parallel_calls())
-        if getattr(backend, "pg", None) is not None:  # RayJaxBackend: one JAX process per bundle
-            ray_cluster.note(process_nodes=ray_cluster.placement_nodes(backend.pg))
+        built = engine.build_backend(cfg, settings, job_dir, workflow.settings.parallel_calls())
+        if built.placement_group is not None:  # the backend's processes, one per bundle
+            ray_cluster.note(process_nodes=ray_cluster.placement_nodes(built.placement_group))
         first_step = 0
         # A PBT trial's side of the search (None otherwise); first: a resumed trial continues the
         # schedule of its checkpoint.
         pbt = PbtMember.for_job(job_dir, resume_from)
         trainer = RLTrainer(
             settings,
-            backend,
+            built.backend,
             task,
-            tokenizer,
+            built.tokenizer,
             JobPaths(job_dir).work,
             checkpoint_dir=JobPaths(job_dir).checkpoints,
-            engine=traits(str(cfg.skyrl.engine)),
+            engine=engine.traits,
             workflow=logged_if_asked(workflow.build(task), plain, job_dir),  # rllm.episode_logging
             schedule=read_schedule(job_dir),  # a PBT trial's or a replay's settings per step range
         )
@@ -306,8 +301,8 @@ def _train(
         best=best_values(history, judged_metrics()),  # the sweep's metrics, each by its goal
         validations=history,
         phase_time_s=phases,
-        backend=type(backend).__name__,
-        processes=int(getattr(getattr(backend, "config", None), "num_processes", None) or 1),
+        backend=built.name,
+        processes=built.processes,
         nodes=n_nodes,
         pruned_at=trial.pruned_at if trial is not None else None,
     )
@@ -317,99 +312,6 @@ def _validation_record(metrics: dict[str, Any]) -> dict[str, float]:
     """What result.json keeps of one validation: its step and its val_* metrics (not timings)."""
     kept = {k: v for k, v in metrics.items() if k.startswith("val_") and "time" not in k}
     return {"step": metrics["step"], **kept}
-
-
-def backend_uses_ray(cfg: DictConfig) -> bool:
-    """RayJaxBackend (skyrl.jax.use_ray) and SkyRL's GPU trainer run on Ray; JaxBackend does not."""
-    return str(cfg.skyrl.engine) != "jax" or bool(cfg.skyrl.jax.use_ray)
-
-
-def ray_node_resources(cfg: DictConfig) -> tuple[int, int]:
-    """(CPUs, GPUs) Ray may use: SLURM's allocation inside a SLURM job (Ray hangs when it
-    assumes more CPUs than the allocation has), else the job's resources.* (the GPUs of SkyRL's
-    vLLM engines too when they are not colocated: gpu_trainer_rules.node_gpus)."""
-    from rllm_sweeps.runtime.slurm_env import slurm_node_resources
-
-    if "SLURM_JOB_ID" in os.environ:
-        return slurm_node_resources()
-    return int(cfg.resources.cpus_per_task), node_gpus(cfg)
-
-
-def build_backend(cfg: DictConfig, settings: Any, job_dir: Path, parallel_calls: int = 1) -> tuple[Any, Any]:
-    """SkyRL backend for `skyrl.engine` + the model's tokenizer: JaxBackend (RayJaxBackend with
-    skyrl.jax.use_ray), or SkyRLTrainBackend (FSDP/Megatron + vLLM) built from skyrl.train, writing
-    its own files in `job_dir`. `parallel_calls`: the workflow's most model calls per episode at once
-    (sampler batch size)."""
-    from transformers import AutoTokenizer
-
-    from rllm_sweeps.models import resolve_model_path
-    from rllm_sweeps.training.jax_backend import enable_jax_compilation_cache, make_jax_backend, with_jax_cache_env
-
-    model_dir = resolve_model_path(str(cfg.model.path), cache_dir())
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    engine = str(cfg.skyrl.engine)
-    if engine != "jax":
-        from rllm_sweeps.training.skyrl_train import make_skyrl_train_backend
-
-        train = OmegaConf.to_container(cfg.skyrl.train, resolve=True)
-        return make_skyrl_train_backend(engine, train, model_dir, job_dir), tokenizer
-    jax_cache = None
-    if os.environ.get("RLLM_SWEEPS_JAX_CACHE", "on") != "off":
-        # Jobs of a machine share compiled programs: later jobs skip most of the JIT time.
-        jax_cache = enable_jax_compilation_cache(cache_dir() / "jax")
-    jax_settings = OmegaConf.to_container(cfg.skyrl.jax, resolve=True)
-    # 0 (SkyRL: "whole batch") is sized by make_jax_backend so every call keeps one shape.
-    sizes = {k: jax_settings.pop(k) or None for k in ("train_micro_batch_size", "sample_max_num_sequences")}
-    jax_settings.pop("max_lora_rank")  # follows model.lora.rank
-    mesh = ("fully_sharded_data_parallel_size", "expert_parallel_size", "tensor_parallel_size")
-    if not jax_settings["use_ray"] and all(jax_settings[k] == 1 for k in mesh):
-        import jax
-
-        # Every device the job was given (its CUDA_VISIBLE_DEVICES): data-parallel over them, as
-        # skyrl.jax.* leaves it (SkyRL's weight loading needs a mesh that covers the devices).
-        jax_settings["fully_sharded_data_parallel_size"] = devices = jax.local_device_count()
-        if devices > 1:
-            print(f"JAX trains data-parallel over {devices} {jax.default_backend()} devices", flush=True)
-    if jax_settings["use_ray"]:
-        # One JAX process per bundle of the job's Ray cluster (default: one per node).
-        import ray
-
-        jax_settings["num_processes"] = jax_settings["num_processes"] or int(cfg.resources.nodes)
-        jax_settings["ray_actor_options"] = jax_settings["ray_actor_options"] or {"num_cpus": 1}
-        if jax_cache is not None:  # the JAX processes (Ray actors) compile into the same cache
-            jax_settings["ray_actor_options"] = with_jax_cache_env(jax_settings["ray_actor_options"], jax_cache)
-        # The mesh must cover every process's devices (SkyRL's weight loading fails on a mesh
-        # smaller than the global device set): shard data-parallel across the processes.
-        if all(jax_settings[k] == 1 for k in mesh):
-            jax_settings["fully_sharded_data_parallel_size"] = jax_settings["num_processes"]
-        ray.init(address=os.environ["RAY_ADDRESS"], logging_level="WARNING", log_to_driver=False)
-    return make_jax_backend(model_dir, settings, **sizes, parallel_calls=parallel_calls, **jax_settings), tokenizer
-
-
-def check_engine_available(cfg: DictConfig) -> None:
-    """The GPU trainer needs CUDA and vLLM: say so before Ray or a model starts."""
-    engine = str(cfg.skyrl.engine)
-    if engine == "jax":
-        return
-    import importlib.util
-
-    missing = [m for m in ("vllm", "flash_attn") if importlib.util.find_spec(m) is None]
-    cuda = _cuda_available()
-    if missing or not cuda:
-        what = ", ".join([*(f"the {m} package" for m in missing), *([] if cuda else ["a CUDA GPU"])])
-        raise JobFailed(
-            f"skyrl.engine={engine} runs SkyRL's GPU trainer (vLLM + FSDP/Megatron) and needs {what}. "
-            f"On a GPU cluster: pip install -e '.[fsdp]'. Here, use skyrl.engine=jax (CPU or one GPU)."
-        )
-
-
-def _cuda_available() -> bool:
-    try:
-        import torch
-
-        return bool(torch.cuda.is_available())
-    except Exception:
-        return False
 
 
 def find_resume_point(cfg: DictConfig, job_dir: Path) -> Path | None:

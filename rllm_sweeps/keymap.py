@@ -2,8 +2,8 @@
 
 Everything that needs to know which native key means the same as a common key reads
 this table: the interpolations planted in the composed config (config/native.py),
-the `rllm-sweeps keys` listing, conflict detection and reconciliation (below), and
-validation. There is no second copy of the mapping anywhere.
+the `rllm-sweeps keys` listing, conflict detection and reconciliation (config/reconcile.py),
+and validation. There is no second copy of the mapping anywhere.
 
 Identity mappings become plain interpolations (``${trainer.lr}``) so `--cfg job`
 stays readable; mappings whose meaning needs a transform go through the
@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-
-from rllm_sweeps.config.private_api import child_node, raw_value
 
 RESOLVER = "rllm_native"
 
@@ -58,7 +56,7 @@ class KeyMapping:
 # meaning. Names that mean the same in rLLM and SkyRL's registry are spelled the same; rLLM's
 # `reinforce` (no baseline) and `reinforce_plus_plus_baseline` (group mean, then batch scaling)
 # have no SkyRL twin and SkyRL's `reinforce++` (batch whitening only) and `maxrl` no rLLM one:
-# each keeps its name on both sides (SkyRL's workers never read the native key: engines.py).
+# each keeps its name on both sides (SkyRL's workers never read the native key: config/engine_settings.py).
 # The names: training/advantages.py ESTIMATORS.
 
 # The loop's loss names (Tinker's) -> SkyRL's policy_loss_type: Tinker's "ppo" is SkyRL's
@@ -66,9 +64,10 @@ class KeyMapping:
 _LOSSES = {"ppo": "regular"}
 _LOSSES_BACK = {v: k for k, v in _LOSSES.items()}
 
-# skyrl.engine -> SkyRL's trainer.strategy. The JAX engine never reads the strategy: it keeps
-# SkyRL's default there, so the native tree stays one that SkyRL accepts.
-_STRATEGIES = {"jax": "fsdp", "fsdp": "fsdp", "megatron": "megatron"}
+# skyrl.engine -> SkyRL's trainer.strategy: the GPU trainer's engines are named by their strategy.
+# The JAX engine never reads the strategy: it keeps SkyRL's default there, so the native tree stays
+# one that SkyRL accepts.
+_STRATEGIES = {"jax": "fsdp"}
 
 
 def _named(name: str) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
@@ -296,7 +295,8 @@ BY_NATIVE: dict[str, KeyMapping] = {m.native: m for m in KEY_MAPPINGS}
 NATIVE_LOSS_NAMES = _LOSSES  # the loop's loss names that SkyRL spells differently
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
+    """A config node's value as plain Python (a container resolved), a leaf as it is."""
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
@@ -305,7 +305,7 @@ def _resolve_native(native_key: str, *, _root_: DictConfig) -> Any:
     value = OmegaConf.select(_root_, mapping.common)
     if value is None and mapping.null_means is not None:
         value = OmegaConf.select(_root_, mapping.null_means)
-    return mapping.native_value(_plain(value))
+    return mapping.native_value(plain_value(value))
 
 
 def register_resolver() -> None:
@@ -314,77 +314,3 @@ def register_resolver() -> None:
 
 
 register_resolver()
-
-
-@dataclass(frozen=True)
-class Reconciliation:
-    """What reconcile() did: common keys set from native overrides, and conflicts."""
-
-    adopted: list[tuple[str, str, Any]]  # (common, native, the native value given)
-    conflicts: list[str]  # error messages naming both keys
-
-
-def is_planted(cfg: DictConfig, mapping: KeyMapping) -> bool:
-    """True while the native key still holds the interpolation we planted."""
-    parent_key, _, leaf = mapping.native.rpartition(".")
-    parent = OmegaConf.select(cfg, parent_key)
-    if parent is None or leaf not in parent:
-        return True  # native tree absent (another backend)
-    raw = raw_value(child_node(parent, leaf))  # the unresolved value
-    return raw == mapping.interpolation()
-
-
-def _translates_back(mapping: KeyMapping, native_value: Any, common_value: Any) -> bool:
-    try:
-        return mapping.common_value(native_value) == common_value
-    except ValueError:
-        return True  # not invertible: the forward match decides
-
-
-def reconcile(cfg: DictConfig, explicit: set[str]) -> Reconciliation:
-    """Make common and native keys agree, in place.
-
-    A native key set on its own (it no longer holds our interpolation) is honoured:
-    its common key takes the translated value, so reports and the loop see it.
-    `explicit` holds the keys the user set (overrides, sweep dimensions). If the user
-    set both names of one setting to different values, that is a conflict.
-    """
-    adopted: list[tuple[str, str, Any]] = []
-    conflicts: list[str] = []
-    decided: dict[str, tuple[str, Any, Any]] = {}  # common -> (native that set it, its value, common value)
-    for mapping in KEY_MAPPINGS:
-        if is_planted(cfg, mapping):
-            continue
-        native_value = _plain(OmegaConf.select(cfg, mapping.native))
-        common_value = _plain(OmegaConf.select(cfg, mapping.common))
-        if mapping.native_value(common_value) == native_value and _translates_back(mapping, native_value, common_value):
-            continue  # both spell the same value (a native 1 GPU is not the common 0 it is planted from)
-        try:
-            wanted = mapping.common_value(native_value)
-        except ValueError as err:
-            conflicts.append(f"{mapping.native}={native_value!r} disagrees with {mapping.common}: {err}")
-            continue
-        if mapping.common in explicit and wanted != common_value:
-            conflicts.append(
-                f"{mapping.common}={common_value!r} and {mapping.native}={native_value!r} set the same "
-                f"setting to different values; set only {mapping.common}"
-            )
-            continue
-        if mapping.common in decided and decided[mapping.common][2] != wanted:
-            other, other_value, _ = decided[mapping.common]
-            conflicts.append(
-                f"{other}={other_value!r} and {mapping.native}={native_value!r} both set {mapping.common} "
-                f"to different values; set only {mapping.common}"
-            )
-            continue
-        decided[mapping.common] = (mapping.native, native_value, wanted)
-    for common, (native, native_value, wanted) in decided.items():
-        OmegaConf.update(cfg, common, wanted, merge=False)
-        adopted.append((common, native, native_value))
-    if not conflicts:
-        # Natives set alone become interpolations again, so every name reads one value.
-        for mapping in KEY_MAPPINGS:
-            if mapping.common in decided and not is_planted(cfg, mapping):
-                parent_key, _, leaf = mapping.native.rpartition(".")
-                OmegaConf.select(cfg, parent_key)[leaf] = mapping.interpolation()
-    return Reconciliation(adopted=adopted, conflicts=conflicts)

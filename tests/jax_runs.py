@@ -26,7 +26,7 @@ def tiny_backend(max_lora_adapters: int) -> tuple[object, object]:
     """(JaxBackend on the built-in tiny model sized for SMALL's runs, its tokenizer)."""
     from transformers import AutoTokenizer
 
-    from rllm_sweeps.job import cache_dir
+    from rllm_sweeps.cachedir import cache_dir
     from rllm_sweeps.models import resolve_model_path
     from rllm_sweeps.training.jax_backend import make_jax_backend
 

@@ -296,7 +296,7 @@ SPECIAL_VALUES = {
     "data.train_files": [str(SKYRL_DATA)],
     "data.val_files": [str(SKYRL_DATA)],
 }
-# Keys only the jax engine reads (engines.py), or whose test value the GPU trainer refuses
+# Keys only the jax engine reads (its engine class, rllm_sweeps/engines/), or whose test value the GPU trainer refuses
 # (config/gpu_trainer_rules.py: top-p < 1 in training): their mapping is tested there.
 JAX_ENGINE_KEYS = {"algorithm.use_kl_loss", "rollout.train.top_p"}
 # Keys whose other values need another config group (the single-turn workflow makes one call).

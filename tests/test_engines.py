@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from config_problems import problems, quiet
 
+from rllm_sweeps.config.engine_names import ENGINES, GPU_TRAINER
 from rllm_sweeps.config.load import load_config
-from rllm_sweeps.engines import ENGINES, GPU_TRAINER, readers
+from rllm_sweeps.engines import ALL_ENGINES, JaxEngine, RayJaxEngine, SkyRLTrainEngine, engine_of, readers
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.sweep.spec import SweepError
 
@@ -38,7 +39,7 @@ def test_the_jax_backend_settings_are_read_by_jax_only_and_the_gpu_trainer_tree_
     # the loop reads these native keys itself, on every engine
     assert readers("skyrl.train.generator.sampling_params.top_k") == ENGINES
     # SkyRL's data files: read through their common key on every engine (data by path); its own
-    # generator's environment settings are read only with data by path (engines.py), not as such
+    # generator's environment settings are read only with data by path (config/engine_settings.py), not as such
     assert readers("skyrl.train.data.train_data") == ENGINES
     assert readers("skyrl.train.environment.env_class") == ()
     # common keys an engine cannot honour
@@ -49,6 +50,22 @@ def test_the_jax_backend_settings_are_read_by_jax_only_and_the_gpu_trainer_tree_
     assert readers("skyrl.train.trainer.hf_save_interval") == ()
     assert readers("skyrl.train.trainer.algorithm.use_tis") == ()
     assert readers("skyrl.train.trainer.policy.fsdp_config.cpu_offload") == GPU_TRAINER
+
+
+def test_every_engine_name_has_its_class_and_the_config_chooses_it():
+    assert tuple(dict.fromkeys(e.name for e in ALL_ENGINES)) == ENGINES
+    chosen = {
+        (name, use_ray): type(engine_of({"skyrl": {"engine": name, "jax": {"use_ray": use_ray}}}))
+        for name in ENGINES
+        for use_ray in (False, True)
+    }
+    assert chosen[("jax", False)] is JaxEngine and chosen[("jax", True)] is RayJaxEngine
+    assert {chosen[(n, r)] for n in GPU_TRAINER for r in (False, True)} == {SkyRLTrainEngine}
+    # Ray only where the backend runs on it; the reduction the loop scales advantages for
+    assert [e.uses_ray for e in ALL_ENGINES] == [False, True, True, True]
+    assert [e.traits.backend_reduction for e in ALL_ENGINES] == ["seq-mean-token-mean"] * 2 + ["token-sum"] * 2
+    # RayJaxBackend's workers build SkyRL's unclipped AdamW: only the in-process JAX engine clips
+    assert [e.reads("trainer.max_grad_norm") for e in ALL_ENGINES] == [True, False, True, True]
 
 
 def test_keys_lists_the_engines_that_read_each_key_without_lambda_reprs():

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from rllm_sweeps.config.load import load_config
 from rllm_sweeps.config.native import quiet_skyrl
-from rllm_sweeps.training.skyrl_train import built_config, make_skyrl_train_backend
+from rllm_sweeps.engines.skyrl_train import built_config, make_skyrl_train_backend
 
 pytestmark = pytest.mark.slow  # builds SkyRL's GPU trainer config through SkyRL's own builders
 
@@ -23,7 +23,7 @@ GPU = ["skyrl.engine=fsdp", "resources.gpus_per_node=1", "resources.cpus_per_tas
 
 
 def _backend_and_config(overrides: list[str], tmp_path, job_dir=None):
-    from rllm_sweeps.job import cache_dir
+    from rllm_sweeps.cachedir import cache_dir
     from rllm_sweeps.models import resolve_model_path
 
     cfg = load_config([*GPU, *overrides], notify=lambda _: None)

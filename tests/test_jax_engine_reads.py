@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from jax_runs import settings, tiny_backend
 
-from rllm_sweeps.engines import jax_losses
+from rllm_sweeps.config.engine_settings import jax_losses
+from rllm_sweeps.engines import JaxEngine
 from rllm_sweeps.training.loop import RLTrainer
 
 pytestmark = pytest.mark.slow
@@ -30,7 +31,15 @@ def trainer(backend_and_tokenizer, tmp_path, model_id: str, *overrides: str, eng
 
     backend, tokenizer = backend_and_tokenizer
     s, cfg = settings(*overrides)
-    return RLTrainer(s, backend, load_task(cfg.task), tokenizer, tmp_path / model_id, model_id=model_id, engine=engine)
+    return RLTrainer(
+        s,
+        backend,
+        load_task(cfg.task),
+        tokenizer,
+        tmp_path / model_id,
+        model_id=model_id,
+        engine=engine or JaxEngine().traits,
+    )
 
 
 def sample(t: RLTrainer, examples: list[dict], n: int, top_k: int) -> list[list[int]]:
@@ -68,11 +77,9 @@ def jax_trainings(backend_and_tokenizer, tmp_path_factory) -> SimpleNamespace:
     on the lr, so PPO's first step is the reference for CISPO's and the KL run's first step."""
     import dataclasses
 
-    from rllm_sweeps.engines import traits
-
     tmp = tmp_path_factory.mktemp("runs")
     ppo = ["skyrl.train.trainer.algorithm.policy_loss_type=regular", "trainer.lr=0.01"]
-    live_engine = traits("jax")
+    live_engine = JaxEngine().traits
     round_trip = dataclasses.replace(live_engine, sampler_shares_trained_weights=False)  # a save + reload per step
     out = SimpleNamespace(live_engine=live_engine, steps={}, before={}, after={}, trainers={})
     for name, engine in (("live", live_engine), ("roundtrip", round_trip)):
@@ -155,7 +162,16 @@ def test_never_end_only_and_keep_last_k_saves_skyrls_estimator_and_reduction_tra
         # SkyRL's estimator and loss reduction (no rLLM twin) on the same run: the loop computes both.
         s, cfg = settings(*overrides, "algorithm.adv_estimator=reinforce++", "algorithm.loss_agg_mode=prompt_mean")
         ckpt = tmp_path / name / "checkpoints"
-        t = RLTrainer(s, backend, load_task(cfg.task), tokenizer, tmp_path / name, model_id=name, checkpoint_dir=ckpt)
+        t = RLTrainer(
+            s,
+            backend,
+            load_task(cfg.task),
+            tokenizer,
+            tmp_path / name,
+            model_id=name,
+            checkpoint_dir=ckpt,
+            engine=JaxEngine().traits,
+        )
         t.fit()
         assert t.state.step == 2
         saved[name] = sorted(p.name for p in ckpt.glob("step_*")) if ckpt.exists() else []
@@ -165,7 +181,9 @@ def test_never_end_only_and_keep_last_k_saves_skyrls_estimator_and_reduction_tra
     assert validations == {"never": [2], "at_end": [2], "every": [2], "every_keep_1": [2]}  # the end validates
 
     # A run resumed from its last step's checkpoint (same adapter) trains nothing and still validates.
-    again = RLTrainer(s, backend, load_task(cfg.task), tokenizer, tmp_path / "again", model_id="at_end")
+    again = RLTrainer(
+        s, backend, load_task(cfg.task), tokenizer, tmp_path / "again", model_id="at_end", engine=JaxEngine().traits
+    )
     again.load_checkpoint(tmp_path / "at_end" / "checkpoints" / "step_2")
     seen: list[dict] = []
     again.hooks.on_validation_end = seen.append

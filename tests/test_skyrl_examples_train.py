@@ -26,7 +26,7 @@ from data_files import QUESTIONS, skyrl_rows, write_parquet
 from omegaconf import OmegaConf
 
 from rllm_sweeps.config.load import load_config
-from rllm_sweeps.engines import traits
+from rllm_sweeps.engines import JaxEngine
 from rllm_sweeps.training.loop import RLTrainer
 from rllm_sweeps.training.settings import LoopSettings
 
@@ -88,7 +88,7 @@ def data(tmp_path_factory) -> tuple[Path, Path]:
 def backend_and_tokenizer(data):
     from transformers import AutoTokenizer
 
-    from rllm_sweeps.job import cache_dir
+    from rllm_sweeps.cachedir import cache_dir
     from rllm_sweeps.models import resolve_model_path
     from rllm_sweeps.training.jax_backend import make_jax_backend
 
@@ -114,7 +114,7 @@ def test_skyrls_example_script_trains_two_steps_on_the_jax_engine_on_cpu(name, d
     workflow = read_workflow(job_workflow(plain.get("workflow"), plain)).build(task)
     model_id = f"{name}-{next(_adapters)}"
     trainer = RLTrainer(
-        settings, backend, task, tokenizer, tmp_path, model_id=model_id, engine=traits("jax"), workflow=workflow
+        settings, backend, task, tokenizer, tmp_path, model_id=model_id, engine=JaxEngine().traits, workflow=workflow
     )
     steps: list[dict] = []
     trainer.hooks.on_step_end = steps.append

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from jax_runs import settings, tiny_backend
 
-from rllm_sweeps.engines import traits
+from rllm_sweeps.engines import JaxEngine
 from rllm_sweeps.training.loop import RLTrainer
 
 ALGORITHM = "skyrl.train.trainer.algorithm."
@@ -39,7 +39,9 @@ def make_trainer(backend_and_tokenizer, tmp_path_factory):
     def make(*overrides: str, engine=None) -> RLTrainer:
         s, cfg = settings(*overrides)
         name = f"run{next(_ids)}"
-        return RLTrainer(s, backend, load_task(cfg.task), tokenizer, tmp / name, model_id=name, engine=engine)
+        return RLTrainer(
+            s, backend, load_task(cfg.task), tokenizer, tmp / name, model_id=name, engine=engine or JaxEngine().traits
+        )
 
     return make
 
@@ -204,7 +206,7 @@ def test_the_custom_loss_route_updates_the_parameters_as_the_engines_own_ppo(mak
     """PPO through the custom route (forward, SkyRL's loss and gradient here, forward_backward with the
     gradient as weights) trains as the JAX backend's own PPO: two passes, so the second one's ratios
     differ from 1 and the clip acts."""
-    own = traits("jax")
+    own = JaxEngine().traits
     custom = dataclasses.replace(own, losses=("importance_sampling",))  # ppo is then a custom loss
     assert own.computes("ppo") and not custom.computes("ppo")
     common = ("trainer.lr=0.05", "skyrl.train.trainer.update_epochs_per_batch=2", "algorithm.eps_clip=0.05")

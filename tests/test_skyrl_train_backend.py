@@ -11,11 +11,11 @@ import pytest
 from omegaconf import OmegaConf
 from test_config import shipped_configs
 
+from rllm_sweeps.config.engine_settings import BUILDER_FORCED
 from rllm_sweeps.config.load import load_config
 from rllm_sweeps.config.native import leaves, quiet_skyrl, skyrl_own
-from rllm_sweeps.engines import BUILDER_FORCED
+from rllm_sweeps.engines.skyrl_train import JOB_OWNED_PATHS, built_config, job_owned_paths, make_skyrl_train_backend
 from rllm_sweeps.keymap import KEY_MAPPINGS
-from rllm_sweeps.training.skyrl_train import JOB_OWNED_PATHS, built_config, job_owned_paths, make_skyrl_train_backend
 
 pytestmark = pytest.mark.slow  # builds SkyRL's GPU trainer config through SkyRL's own builders
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow  # builds SkyRL's GPU trainer config through SkyRL
 #   resolved model directory;
 # - the critic's model path, which SkyRL's Tinker-mode builder sets to the policy's (the loop
 #   trains no critic: validation refuses trainer.critic.*); what else that builder sets regardless
-#   (engines.BUILDER_FORCED) equals the tree, since validation refuses any other value there;
+#   (engine_settings.BUILDER_FORCED) equals the tree, since validation refuses any other value there;
 # - SkyRL's working paths, which the job places in its own directory (JOB_OWNED_PATHS).
 MODEL_PATHS = {m.native.removeprefix("skyrl.train.") for m in KEY_MAPPINGS if m.common == "model.path"}
 EXPECTED_DIFFERENCES = MODEL_PATHS | {"trainer.critic.model.path"} | set(JOB_OWNED_PATHS)
@@ -36,7 +36,7 @@ def test_gpu_engine_builds_skyrl_train_backend_whose_config_is_the_composed_tree
     from skyrl.backends.skyrl_train_backend import SkyRLTrainBackend
     from skyrl.train.config import get_config_as_yaml_str
 
-    from rllm_sweeps.job import cache_dir
+    from rllm_sweeps.cachedir import cache_dir
     from rllm_sweeps.models import resolve_model_path
 
     gpus = (

@@ -12,8 +12,9 @@ from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.overrides import all_keys
 from rllm_sweeps.config.plain_tree import TreePath
 from rllm_sweeps.config.private_api import child_node, is_none
+from rllm_sweeps.config.reconcile import is_planted
 from rllm_sweeps.jobhash import HashTemplate
-from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS, is_planted
+from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
 
 
 class Base:

@@ -29,8 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rllm_sweeps.config.cross_rule import CrossRule
-
-GPU_TRAINER = ("fsdp", "megatron")
+from rllm_sweeps.config.engine_names import GPU_TRAINER
 
 # vLLM 0.30's MaxLoRARanks (vllm/config/lora.py), SkyRL 0.4.0's pin; vLLM is not installed with the JAX
 # engine, so the values are copied here and tests/test_gpu_trainer.py checks them against vLLM's where it is.

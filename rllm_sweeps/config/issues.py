@@ -1,5 +1,5 @@
 """What a config check reports: one problem (`ConfigIssue`) and a config that must not run
-(`ConfigError`). Kept apart from validate.py so that the checks it calls (engines.py) can
+(`ConfigError`). Kept apart from validate.py so that the checks it calls (engine_settings.py) can
 report issues without importing the validator back."""
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from rllm_sweeps.config.load import config_notes, finalize
 from rllm_sweeps.config.overrides import all_keys, parse_overrides, unread_added_key
 from rllm_sweeps.config.plain_tree import CopyOnWriteTree, own_copy, related, value_is_plain
 from rllm_sweeps.config.private_api import apply_overrides, child_node, raw_value
-from rllm_sweeps.keymap import reconcile
+from rllm_sweeps.config.reconcile import reconcile
 from rllm_sweeps.problems import did_you_mean_key
 
 _PARSER = OverridesParser.create()
@@ -79,7 +79,7 @@ class JobComposer:
         self._group_lines = [o.input_line for o in parsed.groups]
         self._hydra_lines = [o.input_line for o in parsed.hydra]
         self._values = parsed.values
-        self._explicit = frozenset(parsed.explicit_keys)  # named by the user: engines.py refuses unread ones
+        self._explicit = frozenset(parsed.explicit_keys)  # named by the user: engine_settings.py refuses unread ones
         self._bases: dict[tuple[str, ...], Base | ConfigError] = {}
         self._group_cfgs: dict[tuple[str, ...], tuple[DictConfig, set[str]] | ConfigError] = {}
         self.validator = CachedValidator()

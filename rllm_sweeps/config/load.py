@@ -10,9 +10,10 @@ from omegaconf import DictConfig, OmegaConf
 from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.overrides import parse_overrides, unknown_choice_issues, unknown_key_issues
+from rllm_sweeps.config.reconcile import reconcile
 from rllm_sweeps.config.spelling import canonical_overrides
 from rllm_sweeps.config.validate import validate
-from rllm_sweeps.keymap import KEY_MAPPINGS, reconcile
+from rllm_sweeps.keymap import KEY_MAPPINGS
 
 Notify = Callable[[str], None]
 
@@ -97,10 +98,10 @@ def finalize(
 
 
 def config_notes(plain: dict, explicit: Iterable[str]) -> list[str]:
-    """What a valid config's job says once: settings that change nothing here (engines.py) and the
+    """What a valid config's job says once: settings that change nothing here (engine_settings.py) and the
     defaults decided by the rule where SkyRL's and rLLM's differ (defaults_rule.py)."""
     from rllm_sweeps.config.defaults_rule import default_rule_notes
-    from rllm_sweeps.engines import unused_notes
+    from rllm_sweeps.config.engine_settings import unused_notes
 
     return unused_notes(plain, explicit) + default_rule_notes(plain, explicit)
 

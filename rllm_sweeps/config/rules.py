@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.config.cross_rule import CrossRule
+from rllm_sweeps.config.engine_names import ENGINES, GPU_TRAINER
 from rllm_sweeps.config.gpu_trainer_rules import GPU_TRAINER_RULES
 from rllm_sweeps.keymap import LOSS_AGG_MODES, LR_SCHEDULES
 from rllm_sweeps.training.advantages import ESTIMATORS as _ESTIMATOR_FUNCTIONS
 
 Check = Callable[[Any], str | None]
 
-ENGINES = ("jax", "fsdp", "megatron")
 ESTIMATORS = tuple(_ESTIMATOR_FUNCTIONS)
 LOGGERS = ("console", "tensorboard", "wandb")
 RESUME_MODES = ("auto", "disable")
@@ -216,7 +216,7 @@ RULES: dict[str, Check] = {
     "trainer.resume_mode": one_of(*RESUME_MODES),
     "algorithm.adv_estimator": estimator,
     "algorithm.norm_adv_by_std_in_grpo": boolean,
-    "algorithm.loss_fn": text,  # which engine implements it: rllm_sweeps/engines.py
+    "algorithm.loss_fn": text,  # which engine implements it: config/engine_settings.py
     "algorithm.eps_clip": number(gt=0, lt=1),
     "algorithm.eps_clip_high": number(gt=0, nullable=True),  # null: eps_clip (symmetric)
     "algorithm.use_kl_loss": boolean,
@@ -279,7 +279,7 @@ CROSS_RULES: tuple[CrossRule, ...] = (
     ),
     CrossRule(
         ("algorithm.use_kl_loss", "skyrl.engine"),
-        lambda use_kl, engine: not (use_kl and engine in ("fsdp", "megatron")),
+        lambda use_kl, engine: not (use_kl and engine in GPU_TRAINER),
         "algorithm.use_kl_loss=true runs on skyrl.engine=jax only: SkyRL's Tinker-mode trainer "
         "(fsdp/megatron) turns its KL loss off",
     ),

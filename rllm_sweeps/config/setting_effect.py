@@ -19,12 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rllm_sweeps.config.engine_names import GPU_TRAINER, REFERENCE_ENGINES
+
 TRAIN = "skyrl.train."
 JAX = "skyrl.jax."
-GPU_TRAINER = ("fsdp", "megatron")
-# Engines that can give the reference model's log-probabilities: jax takes the base model (the
-# policy without its adapter); SkyRL's Tinker-mode builder (fsdp/megatron) builds no reference model.
-REFERENCE_ENGINES = ("jax",)
 
 
 class Kind(enum.Enum):

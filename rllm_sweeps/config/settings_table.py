@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.config.engine_names import ENGINES
 from rllm_sweeps.config.setting_effect import TRAIN, Kind, loop_native_keys, setting_effect
 
-ENGINES = ("jax", "fsdp", "megatron")
 ENGINE_OVERRIDES = {
     "jax": ["skyrl.engine=jax"],
     "fsdp": ["skyrl.engine=fsdp", "resources.gpus_per_node=1"],

@@ -50,7 +50,7 @@ def validate(cfg: DictConfig, explicit: Iterable[str] = ()) -> list[ConfigIssue]
     """All problems of a composed and reconciled config (empty list = valid).
 
     `explicit`: the keys the user named; one the chosen engine does not read is an error
-    even at its default value (engines.py)."""
+    even at its default value (engine_settings.py)."""
     try:
         plain = OmegaConf.to_container(cfg, resolve=True)
     except Exception as err:  # an interpolation that does not resolve
@@ -61,8 +61,8 @@ def validate(cfg: DictConfig, explicit: Iterable[str] = ()) -> list[ConfigIssue]
 
 def _validate_plain(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[ConfigIssue]:
     from rllm_sweeps.config.data_files import data_file_issues
+    from rllm_sweeps.config.engine_settings import engine_issues
     from rllm_sweeps.data.check import data_issues
-    from rllm_sweeps.engines import engine_issues
     from rllm_sweeps.workflows.base import workflow_problems
 
     issues = check_common(plain)
@@ -136,8 +136,8 @@ def skyrl_validate_cfg(train: dict[str, Any], engine: str | None) -> list[Config
     from skyrl.train.config.config import build_nested_dataclass
     from skyrl.train.utils.utils import validate_cfg
 
+    from rllm_sweeps.config.engine_settings import LOOP_IMPLEMENTED
     from rllm_sweeps.config.native import skyrl_own, skyrl_train_defaults
-    from rllm_sweeps.engines import LOOP_IMPLEMENTED
 
     tree = skyrl_own(json.loads(json.dumps(train)))
     for path in LOOP_IMPLEMENTED:
@@ -165,7 +165,7 @@ def failed_check(err: BaseException) -> str:
 
 
 def check_jax(jax_settings: dict[str, Any]) -> list[ConfigIssue]:
-    from rllm_sweeps.engines import jax_defaults
+    from rllm_sweeps.config.engine_settings import jax_defaults
 
     defaults = jax_defaults()
     if all(jax_settings.get(k) == v for k, v in defaults.items()) and set(jax_settings) <= {*defaults, "max_lora_rank"}:

@@ -63,7 +63,7 @@ def run_name(override_dirname: str) -> str:
 
 
 # SkyRL's working paths (relative to skyrl.train) -> their directory under JobPaths.skyrl: the job's own,
-# whatever the tree says (SkyRL's defaults are machine-wide: training/skyrl_train.py).
+# whatever the tree says (SkyRL's defaults are machine-wide: engines/skyrl_train.py).
 JOB_OWNED_PATHS: dict[str, str] = {
     "trainer.policy.model.lora.lora_sync_path": "lora_sync",
     "trainer.ref.model.lora.lora_sync_path": "lora_sync",
@@ -161,7 +161,7 @@ class JobPaths:
 
     @property
     def skyrl(self) -> Path:
-        """What SkyRL's GPU trainer writes itself (training/skyrl_train.py: LoRA sync, logs, exports)."""
+        """What SkyRL's GPU trainer writes itself (engines/skyrl_train.py: LoRA sync, logs, exports)."""
         return self.root / "skyrl"
 
     @property

@@ -76,7 +76,7 @@ def custom_loss_step(
     """Steps 2-3 above for ``datums`` (advantages already scaled for a token-sum reduction) whose
     targets have the log-probabilities ``current`` under the policy being trained.
     ``backend_reduction``: how the backend reduces the returned datums' token losses
-    (rllm_sweeps.engines.EngineTraits)."""
+    (training/engine_traits.py)."""
     import torch
 
     b = len(datums)

@@ -76,7 +76,7 @@ def apply_kl_penalty(datums: Sequence[Datum], ref_logprobs: Sequence[Sequence[fl
 
 def apply_loss_agg(datums: Sequence[Datum], settings: LoopSettings, backend_reduction: str) -> None:
     """Scale each datum's advantages so that the backend's own reduction (``backend_reduction``,
-    rllm_sweeps.engines.traits) weighs its tokens as ``algorithm.loss_agg_mode`` asks."""
+    its engine's EngineTraits, training/engine_traits.py) weighs its tokens as ``algorithm.loss_agg_mode`` asks."""
     s = settings
     scales = loss_agg_scales(
         [d.trained_tokens for d in datums],

@@ -96,7 +96,7 @@ def make_jax_backend(
 
     ``trainer.max_grad_norm`` clips each step's gradient to that global norm before AdamW, as SkyRL's
     trainer does (:func:`clipping_jax_backend`; ``grad_norm`` reports the norm before clipping, as
-    SkyRL's); RayJaxBackend's workers build SkyRL's own unclipped AdamW (engines.py refuses the
+    SkyRL's); RayJaxBackend's workers build SkyRL's own unclipped AdamW (config/engine_settings.py refuses the
     setting there).
     """
     from skyrl.backends.jax import JaxBackendConfig

@@ -56,7 +56,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.engines import EngineTraits, traits
 from rllm_sweeps.records.schedule import Schedule
 from rllm_sweeps.tasks.base import Task
 from rllm_sweeps.training.checkpoints import (
@@ -69,6 +68,7 @@ from rllm_sweeps.training.checkpoints import (
 from rllm_sweeps.training.custom_loss import algorithm_config, custom_loss_step, skyrl_loss_function
 from rllm_sweeps.training.datums import Datum, apply_kl_penalty, apply_loss_agg, mini_batch_datums
 from rllm_sweeps.training.dynamic_sampling import DynamicSampler, SampledBatch
+from rllm_sweeps.training.engine_traits import EngineTraits
 from rllm_sweeps.training.episodes import (
     GroupKey,
     ScoredTrajectory,
@@ -117,8 +117,8 @@ class RLTrainer:
         checkpoint_dir: if set, checkpoints go to ``checkpoint_dir/step_<k>`` every
             ``trainer.save_freq`` steps and after the last step; ``latest`` names
             the newest complete one, and only the newest ``max_ckpts_to_keep`` stay.
-        engine: what the backend's engine does itself (``rllm_sweeps.engines.traits``;
-            default: SkyRL's JAX backend).
+        engine: what the backend's engine does itself (its engine class's ``traits``,
+            rllm_sweeps/engines/).
         workflow: what one episode is (``rllm_sweeps.workflows``; default: the single-turn
             workflow on ``task``).
     """
@@ -134,14 +134,14 @@ class RLTrainer:
         model_id: str = "policy",
         hooks: LoopHooks | None = None,
         checkpoint_dir: str | os.PathLike | None = None,
-        engine: EngineTraits | None = None,
+        engine: EngineTraits,
         workflow: Workflow | None = None,
         schedule: Schedule | None = None,
     ) -> None:
         self.settings = s = settings
         self.base_settings = settings
         self.schedule = schedule or Schedule()
-        self.engine = engine or traits("jax")
+        self.engine = engine
         self.policy = Policy(backend, model_id, work_dir)
         self.task = task
         self.hooks = hooks or LoopHooks()

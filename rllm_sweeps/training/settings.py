@@ -118,7 +118,7 @@ class LoopSettings:
     loss_agg_mode: str
     lr_schedule: str
     warmup_steps_ratio: float
-    # SkyRL-native settings the loop reads (engines.py lists them per engine)
+    # SkyRL-native settings the loop reads (the engine classes, rllm_sweeps/engines/, read them on every engine)
     top_k: int = -1  # sampling: -1 = no limit
     val_top_k: int = -1
     cispo_eps_clip_low: float = 1.0  # CISPO's ratio clip range: [1 - low, 1 + high]

@@ -1,14 +1,10 @@
-"""Which keys each engine reads, and the check that refuses a key the chosen engine would ignore.
+"""Which set settings the chosen engine cannot honour, judged at validation, and the notes on those it ignores.
 
-Every engine trains with the same loop (training/loop.py) through SkyRL's AbstractBackend:
-
-- ``jax``: SkyRL's ``JaxBackend`` (``RayJaxBackend`` with ``skyrl.jax.use_ray``). It reads the
-  common keys (those of the loop, ``LoopSettings.CONFIG_KEYS``, and the job's own), the native
-  keys mapped to them (keymap.py), the few native keys the loop reads directly (sampling
-  ``top_k``, CISPO's clip range: the ``skyrl.train.`` entries of ``CONFIG_KEYS``) and
-  ``skyrl.jax.*``.
-- ``fsdp`` / ``megatron``: SkyRL's ``SkyRLTrainBackend``, whose overrides are the whole
-  composed ``skyrl.train`` tree (training/skyrl_train.py), plus the common keys.
+Every engine trains with the same loop (training/loop.py) through SkyRL's AbstractBackend; which
+keys each one reads is its class's to say (rllm_sweeps/engines/). What validation needs of that is
+here, in config, which sits below the engine classes: the common keys an engine cannot honour
+(``NOT_READ``), the native settings SkyRL's GPU trainer sets whatever the tree says
+(``BUILDER_FORCED``), and the policy losses SkyRL has.
 
 A key is *set* when the user named it (command line, sweep file, sweep dimension) or when its
 value differs from its default. Whether a set setting changes what runs is config/setting_effect.py's
@@ -23,15 +19,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rllm_sweeps.config.engine_names import ENGINES, GPU_TRAINER
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.native import leaves, skyrl_train_defaults
-from rllm_sweeps.config.setting_effect import Effect, loop_native_keys, ppo_loop_only
+from rllm_sweeps.config.setting_effect import JAX as JAX_PREFIX
+from rllm_sweeps.config.setting_effect import TRAIN as TRAIN_PREFIX
+from rllm_sweeps.config.setting_effect import Effect
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
-
-ENGINES = ("jax", "fsdp", "megatron")
-GPU_TRAINER = ("fsdp", "megatron")
-TRAIN_PREFIX = "skyrl.train."
-JAX_PREFIX = "skyrl.jax."
 
 
 @dataclass(frozen=True)
@@ -134,29 +128,6 @@ def jax_defaults() -> dict[str, Any]:
 @functools.cache
 def _train_defaults() -> dict[str, Any]:
     return dict(leaves(skyrl_train_defaults()))
-
-
-# Where SkyRL's Tinker-mode backend reads its tree (read in skyrl/backends/ of SkyRL 0.4.0): the
-# trainer's workers take trainer.*, the vLLM servers generator.inference_engine.*. Whether a set
-# setting changes what runs in a given configuration is config/setting_effect.py's to say.
-GPU_TRAINER_SUBTREES = ("trainer.", "generator.inference_engine.")
-
-
-def readers(key: str) -> tuple[str, ...]:
-    """The engines that read `key` (a common key, or a native key by its full path)."""
-    if key.startswith(JAX_PREFIX):
-        return ("jax",)
-    if key.startswith(TRAIN_PREFIX):
-        mapping = BY_NATIVE.get(key)
-        if mapping is not None:
-            return readers(mapping.common)  # the loop reads it through its common key
-        if key in loop_native_keys():
-            return ENGINES
-        rel = key.removeprefix(TRAIN_PREFIX)
-        return GPU_TRAINER if rel.startswith(GPU_TRAINER_SUBTREES) and rel not in ppo_loop_only() else ()
-    if key in NOT_READ and NOT_READ[key].only_with is None:
-        return tuple(e for e in ENGINES if e not in NOT_READ[key].engines)
-    return ENGINES
 
 
 def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[str, Any, bool]]:
@@ -272,28 +243,6 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
     return issues
 
 
-@dataclass(frozen=True)
-class EngineTraits:
-    """What the loop needs to know of the engine it drives (one per engine, below)."""
-
-    losses: tuple[str, ...] | None  # policy losses it computes itself; None = every SkyRL policy loss
-    # How the backend reduces per-token losses (the loop scales advantages to get loss_agg_mode):
-    # "seq-mean-token-mean" (SkyRL's JAX backend) or "token-sum" (SkyRL's GPU trainer: its PPO
-    # loop, not the backend, applies its loss_reduction setting).
-    backend_reduction: str
-    loss_config_for: tuple[str, ...]  # losses whose clip range the loop passes in the request
-    # True: the sampler samples from the adapter slot optim_step updates in place (SkyRL's JAX
-    # backends: load_sampler_weights reloads from disk only when the checkpoint id changes), so the
-    # weights are published once, not after every step. False: they move after every update
-    # (SkyRL's GPU trainer pushes them to its vLLM engines in save_sampler_checkpoint).
-    sampler_shares_trained_weights: bool = False
-
-    def computes(self, loss: str) -> bool:
-        """True: the backend computes ``loss`` itself; False: the loop computes it as a custom loss
-        (training/custom_loss.py: one extra forward per mini batch)."""
-        return self.losses is None or loss in self.losses
-
-
 @functools.cache
 def jax_losses() -> tuple[str, ...]:
     """The RL losses SkyRL's JAX backend implements (its LOSS_TYPES, less supervised cross-entropy)."""
@@ -315,33 +264,17 @@ def skyrl_policy_losses() -> tuple[str, ...]:
     return tuple(common.get(n, n) for n in PolicyLossRegistry.list_available() if n != "cross_entropy")
 
 
-def traits(engine: str) -> EngineTraits:
-    if engine == "jax":
-        return EngineTraits(
-            losses=jax_losses(),
-            backend_reduction="seq-mean-token-mean",
-            loss_config_for=jax_losses(),
-            sampler_shares_trained_weights=True,
-        )
-    # SkyRLTrainBackend turns ppo/gspo clip thresholds into its eps_clip settings; other losses
-    # take their parameters from the skyrl.train tree it was built with.
-    return EngineTraits(losses=None, backend_reduction="token-sum", loss_config_for=("ppo", "gspo"))
-
-
 __all__ = [
     "BUILDER_FORCED",
     "ENGINE_COMMON_KEYS",
-    "ENGINES",
-    "GPU_TRAINER",
     "NOT_READ",
     "NotRead",
-    "EngineTraits",
     "engine_checks_read",
     "engine_issues",
     "judged_settings",
     "unused_notes",
     "jax_losses",
     "skyrl_policy_losses",
-    "readers",
-    "traits",
+    "LOOP_IMPLEMENTED",
+    "jax_defaults",
 ]

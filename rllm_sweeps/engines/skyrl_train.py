@@ -1,4 +1,5 @@
-"""Construct SkyRL's GPU trainer (``SkyRLTrainBackend``: FSDP or Megatron workers + vLLM) for the loop.
+"""SkyRL's GPU trainer (``SkyRLTrainBackend``: FSDP or Megatron workers + vLLM servers, on Ray) as an
+engine (``SkyRLTrainEngine``, skyrl.engine=fsdp|megatron), and its construction for the loop.
 
 The backend's overrides are the job's composed ``skyrl.train`` tree, by dotted path: each
 sub-config (a mapping of leaves) that differs from SkyRL's defaults, whole, and the model paths
@@ -10,7 +11,7 @@ because SkyRL's builder refuses some sub-configs outright (the torch profiler's)
 SkyRL's own builder (``_build_skyrl_train_config``, through
 ``SkyRLTrainConfig.from_cli_overrides``) turns the overrides into the trainer's config when the
 loop creates the policy; tests/test_skyrl_train_backend.py checks that config against the tree leaf
-by leaf. The leaves that builder sets regardless are refused at validation (engines.py), the
+by leaf. The leaves that builder sets regardless are refused at validation (config/engine_settings.py), the
 policy's lr schedule excepted: the loop computes the lr of every step and the backend applies it.
 
 SkyRL's own working paths (``JOB_OWNED_PATHS``) go to the job's directory whatever the tree says:
@@ -29,15 +30,71 @@ runs on CPU is in tests/test_gpu_trainer_on_cpu.py and tests/test_skyrl_train_ba
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.native import leaves, skyrl_own, skyrl_train_defaults
+from rllm_sweeps.config.setting_effect import ppo_loop_only
+from rllm_sweeps.engines.base import BuiltBackend, Engine, EngineUnavailable
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.records.layout import JOB_OWNED_PATHS, JobPaths
+from rllm_sweeps.training.engine_traits import EngineTraits
 
 TRAIN_ROOT = "skyrl.train."
+# Where SkyRL's Tinker-mode backend reads its tree (read in skyrl/backends/ of SkyRL 0.4.0): the
+# trainer's workers take trainer.*, the vLLM servers generator.inference_engine.*. Whether a set
+# setting changes what runs in a given configuration is config/setting_effect.py's to say.
+SUBTREES = ("trainer.", "generator.inference_engine.")
+NEEDS = ("vllm", "flash_attn")  # packages the GPU trainer imports (pip install -e '.[fsdp]')
+
+
+class SkyRLTrainEngine(Engine):
+    """SkyRL's SkyRLTrainBackend with the FSDP or Megatron strategy; its overrides are the whole
+    composed skyrl.train tree (native_overrides), and it runs on the job's Ray cluster."""
+
+    uses_ray: ClassVar[bool] = True
+
+    def __init__(self, strategy: str) -> None:
+        self.name = self.strategy = strategy  # "fsdp" | "megatron": skyrl.engine's value is the strategy
+
+    def reads_train_setting(self, rel: str) -> bool:
+        return rel.startswith(SUBTREES) and rel not in ppo_loop_only()
+
+    @property
+    def traits(self) -> EngineTraits:
+        # SkyRLTrainBackend turns ppo/gspo clip thresholds into its eps_clip settings; other losses
+        # take their parameters from the skyrl.train tree it was built with.
+        return EngineTraits(losses=None, backend_reduction="token-sum", loss_config_for=("ppo", "gspo"))
+
+    def check_available(self) -> None:
+        """The GPU trainer needs CUDA and vLLM: said before Ray or a model starts."""
+        missing = [m for m in NEEDS if importlib.util.find_spec(m) is None]
+        cuda = _cuda_available()
+        if missing or not cuda:
+            what = ", ".join([*(f"the {m} package" for m in missing), *([] if cuda else ["a CUDA GPU"])])
+            raise EngineUnavailable(
+                f"skyrl.engine={self.name} runs SkyRL's GPU trainer (vLLM + FSDP/Megatron) and needs {what}. "
+                f"On a GPU cluster: pip install -e '.[fsdp]'. Here, use skyrl.engine=jax (CPU or one GPU)."
+            )
+
+    def _build(
+        self, cfg: DictConfig, settings: Any, model_dir: Path, tokenizer: Any, job_dir: Path, parallel_calls: int
+    ) -> BuiltBackend:
+        train = OmegaConf.to_container(cfg.skyrl.train, resolve=True)
+        return BuiltBackend(make_skyrl_train_backend(self.strategy, train, model_dir, job_dir), tokenizer)
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
 
 
 def job_owned_paths(job_dir: str | os.PathLike) -> dict[str, str]:
@@ -92,6 +149,7 @@ def built_config(backend: Any, lora_rank: int, lora_alpha: float, seed: int = 0)
 
 __all__ = [
     "JOB_OWNED_PATHS",
+    "SkyRLTrainEngine",
     "backend_overrides",
     "built_config",
     "job_owned_paths",
