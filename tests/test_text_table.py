@@ -1,4 +1,4 @@
-"""The plain-text tables (report, status, keys) read the same on a terminal, under pytest and in a
+"""The plain-text tables (the report's, `rllm-sweeps keys`) read the same on a terminal, under pytest and in a
 log: no colour codes, no cut at the terminal's width, a cell's text taken literally."""
 
 from __future__ import annotations
