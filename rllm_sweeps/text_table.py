@@ -21,7 +21,7 @@ def text_table(
 ) -> list[str]:
     """`rows[0]` is the header; columns in `right` are right-aligned; a cell of column i wider than
     `max_width[i]` is cut to it, ending in '…'."""
-    table = Table(box=None, pad_edge=False, header_style="", show_edge=False)
+    table = Table(box=None, pad_edge=False, header_style="")
     for i, head in enumerate(rows[0]):
         justify = "right" if i in right else "left"
         width = (max_width or {}).get(i)
