@@ -16,6 +16,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
     from rllm_sweeps.config.setting_effect import loop_native_keys
     from rllm_sweeps.engines import readers
     from rllm_sweeps.keymap import KEY_MAPPINGS
+    from rllm_sweeps.text_table import text_table
 
     cfg = load_config([], notify=lambda _: None)
 
@@ -40,9 +41,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
             print("| " + " | ".join(f"`{c}`" if i < 2 else c for i, c in enumerate(row)) + " |")
         print(f"\n{footer}")
         return 0
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + "  " + row[4])
+    print("\n".join(text_table(rows)))
     print(f"\n{footer}")
     return 0
 

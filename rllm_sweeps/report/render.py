@@ -1,4 +1,4 @@
-"""A report as text: an aligned terminal table, CSV (jobs and points), Markdown.
+"""A report as text: an aligned terminal table (through rich, text_table.py), CSV (jobs and points), Markdown.
 
     print(render_table(report))           # what `rllm-sweeps report` and a finished sweep print
     Path("jobs.csv").write_text(jobs_csv(report))
@@ -23,6 +23,7 @@ from rllm_sweeps.records.layout import REPORT_DIR
 from rllm_sweeps.report.confirmation import confirmation_lines, verdict
 from rllm_sweeps.report.model import Aggregate, BestPoint, Report
 from rllm_sweeps.report.study import study_lines
+from rllm_sweeps.text_table import text_table
 
 MAX_ROWS = 50  # terminal rows per table before "... N more"
 MAX_CELL = 24  # terminal width of a parameter cell
@@ -110,15 +111,6 @@ def point_label(params: dict[str, Any], keys: Sequence[str] | None = None) -> st
 # ---- the terminal table ----------------------------------------------------------------------
 
 
-def _align(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
-        lines.append("  ".join(cells).rstrip())
-    return lines
-
-
 def _job_table(report: Report, max_rows: int) -> list[str]:
     names = short_keys(report.swept)
     show_seed = any(j.seed is not None for j in report.jobs) and report.has_seeds
@@ -126,26 +118,22 @@ def _job_table(report: Report, max_rows: int) -> list[str]:
     show_attempts = any(j.attempts > 1 for j in report.jobs)
     show_error = any(j.error for j in report.jobs)
     show_best = any(j.best.get(m.name) != j.final.get(m.name) for j in report.jobs for m in report.metrics)
-    head = ["#", *(truncate(names[k], MAX_CELL) for k in report.swept)]
-    head += ["seed"] * show_seed + ["status"]
+    head = ["#", *(names[k] for k in report.swept)] + ["seed"] * show_seed + ["status"]
     for m in report.metrics:
         head += [m.name] + [f"best {m.name}"] * show_best
     head += ["steps", "time"] + ["restarts"] * show_restarts + ["attempts"] * show_attempts + ["error"] * show_error
     rows = [head]
     for j in report.jobs[:max_rows]:
-        row = [str(j.index), *(truncate(fmt_value(j.params.get(k)), MAX_CELL) for k in report.swept)]
+        row = [str(j.index), *(fmt_value(j.params.get(k)) for k in report.swept)]
         row += ["" if j.seed is None else str(j.seed)] * show_seed + [j.status]
         for m in report.metrics:
             row += [fmt_number(j.final.get(m.name))] + [fmt_number(j.best.get(m.name))] * show_best
         row += ["" if j.steps is None else str(j.steps), fmt_duration(j.wall_time_s)]
-        row += [str(j.restarts)] * show_restarts + [str(j.attempts)] * show_attempts
-        row += [truncate(j.error or "", MAX_ERROR)] * show_error
+        row += [str(j.restarts)] * show_restarts + [str(j.attempts)] * show_attempts + [j.error or ""] * show_error
         rows.append(row)
-    first_metric = len(report.swept) + 2 + show_seed
-    right = {0, *range(first_metric, first_metric + len(report.metrics) * (1 + show_best) + 2)}
-    after_time = first_metric + len(report.metrics) * (1 + show_best) + 2
-    right |= set(range(after_time, after_time + show_restarts + show_attempts))
-    lines = _align(rows, right)
+    numbers = range(len(report.swept) + 2 + show_seed, len(head) - show_error)  # the metrics to the attempts
+    cut = {i: MAX_CELL for i in range(1, len(report.swept) + 1)} | ({len(head) - 1: MAX_ERROR} if show_error else {})
+    lines = text_table(rows, right={0, *numbers}, max_width=cut)
     if len(report.jobs) > max_rows:
         lines.append(f"... {len(report.jobs) - max_rows} more jobs (all in report/jobs.csv)")
     return lines
@@ -153,16 +141,15 @@ def _job_table(report: Report, max_rows: int) -> list[str]:
 
 def _point_table(report: Report, max_rows: int) -> list[str]:
     names = short_keys(report.swept)
-    head = ["point", *(truncate(names[k], MAX_CELL) for k in report.swept), "done"]
-    head += [f"{m.name} (mean ± std)" for m in report.metrics]
+    head = ["point", *(names[k] for k in report.swept), "done", *(f"{m.name} (mean ± std)" for m in report.metrics)]
     rows = [head]
     for p in report.points[:max_rows]:
-        row = [str(p.point_index), *(truncate(fmt_value(p.params.get(k)), MAX_CELL) for k in report.swept)]
+        row = [str(p.point_index), *(fmt_value(p.params.get(k)) for k in report.swept)]
         row.append(f"{p.completed}/{len(p.jobs)}")
         row += [fmt_aggregate(p.metrics.get(m.name)) for m in report.metrics]
         rows.append(row)
     n = len(report.swept) + 1
-    lines = _align(rows, {0, *range(n, n + 1 + len(report.metrics))})
+    lines = text_table(rows, right={0, *range(n, len(head))}, max_width={i: MAX_CELL for i in range(1, n)})
     if len(report.points) > max_rows:
         lines.append(f"... {len(report.points) - max_rows} more points (all in report/points.csv)")
     return lines
