@@ -1,5 +1,6 @@
 """The four reference jobs (default, KL, solver-judge, multi-turn), fingerprinted: every value of
-every metrics.jsonl line except wall-clock timings, and the SHA-256 of every checkpoint file.
+every metrics.jsonl line except wall-clock timings, the SHA-256 of every array of every checkpoint (restored:
+orbax names its files at random) and of every other checkpoint file.
 
 A refactor that keeps behaviour keeps these fingerprints. Run it before and after and compare:
 
@@ -36,14 +37,34 @@ def is_timing(key: str) -> bool:
     return key.startswith(("time/", "timing/", "perf/")) or key.endswith(("_s", "_sec", "_seconds")) or "time" in key
 
 
+def orbax_arrays(parent: Path) -> dict[str, str]:
+    """SHA-256 of each array of the Flax/orbax checkpoint under `parent` (SkyRL's JAX backend saves one as
+    `checkpoint_0`): orbax names its data files at random, so the files themselves differ run to run."""
+    import jax
+    import numpy as np
+    from flax.training import checkpoints
+
+    tree = checkpoints.restore_checkpoint(str(parent), target=None, prefix="checkpoint_")
+    leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
+    out = {}
+    for path, leaf in leaves:
+        a = np.asarray(leaf)
+        out[jax.tree_util.keystr(path)] = hashlib.sha256(f"{a.dtype}{a.shape}".encode() + a.tobytes()).hexdigest()
+    return out
+
+
 def fingerprint(job_dir: Path) -> dict:
     lines = [json.loads(line) for line in (job_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     metrics = [{k: v for k, v in sorted(line.items()) if not is_timing(k)} for line in lines]
-    checkpoints = {
-        str(p.relative_to(job_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted((job_dir / "checkpoints").rglob("*"))
-        if p.is_file()
-    }
+    checkpoints: dict[str, str] = {}
+    root = job_dir / "checkpoints"
+    orbax_dirs = sorted({p.parent for p in root.rglob("checkpoint_*") if p.is_dir()})
+    for parent in orbax_dirs:
+        for name, digest in orbax_arrays(parent).items():
+            checkpoints[f"{parent.relative_to(job_dir)}:{name}"] = digest
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not any(d in p.parents for d in orbax_dirs):
+            checkpoints[str(p.relative_to(job_dir))] = hashlib.sha256(p.read_bytes()).hexdigest()
     return {"metrics": metrics, "checkpoints": checkpoints}
 
 
