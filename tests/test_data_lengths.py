@@ -80,3 +80,57 @@ def test_a_tokenizer_that_adds_text_to_what_it_reads_gets_no_byte_bound():
     assert bound(pre_tokenizers.ByteLevel(add_prefix_space=True)) is None
     assert bound(pre_tokenizers.Metaspace()) is None
     assert bound(pre_tokenizers.ByteLevel(add_prefix_space=False), normalizers.Prepend("_")) is None
+
+
+SHAPES = [
+    lambda t: t,  # a plain string: one user message
+    lambda t: [{"role": "user", "content": t}],
+    lambda t: [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": t}],
+    lambda t: [
+        {"role": "user", "content": t},
+        {"role": "assistant", "content": "Let me think."},
+        {"role": "user", "content": t[::-1]},
+    ],
+]
+
+
+@pytest.mark.parametrize("normalization", [None, "NFKC"])
+def test_a_rows_column_wise_bound_is_never_below_its_templated_prompts_bytes(tmp_path, tokenizer, normalization):
+    from rllm_sweeps.data.template_bytes import UNBOUNDED, row_bounds
+
+    tok, _ = tokenizer
+    chat = ChatFormat(tok, chat_template=True)
+    for s, shape in enumerate(SHAPES):
+        prompts = [shape(t) for t in TEXTS]
+        rows = [{"prompt": p, "ground_truth": "0"} for p in prompts]
+        f = DataFile.open(str(write_parquet(tmp_path / f"{s}.parquet", rows)))
+        bounds = row_bounds(f, chat, normalization)
+        actual = lengths._bytes(chat.prompt_texts(prompts), normalization)
+        assert (bounds != UNBOUNDED).all(), s
+        assert (bounds >= actual).all(), (s, bounds, actual)
+        assert (bounds - actual <= 8).all(), (s, bounds - actual)  # tight: only what normalizing shortens
+
+
+def test_a_template_that_rewrites_contents_gets_no_bound_and_its_rows_are_rendered(tmp_path, monkeypatch, tokenizer):
+    from rllm_sweeps.data.template_bytes import UNBOUNDED, row_bounds
+
+    tok, model_dir = tokenizer
+    chat = ChatFormat(tok, chat_template=True)
+    monkeypatch.setattr(
+        tok, "chat_template", "{% for m in messages %}{{ m['content'] }}{{ m['content'] }}{% endfor %}", raising=False
+    )
+    rows = [{"prompt": [{"role": "user", "content": t}], "ground_truth": "0"} for t in TEXTS]
+    f = DataFile.open(str(write_parquet(tmp_path / "rows.parquet", rows)))
+    assert (row_bounds(f, chat, None) == UNBOUNDED).all()  # each content twice: the overhead is not fixed
+    monkeypatch.setattr(lengths, "datasets_cache", lambda: tmp_path / "cache")
+    tokens = np.array([len(chat.prompt_ids(t)) for t in TEXTS])
+    assert fitting_rows(f, tok, model_dir, 40).tolist() == (tokens <= 40).tolist()
+
+
+def test_a_large_limit_renders_no_prompt_of_a_messages_column(tmp_path, monkeypatch, tokenizer):
+    tok, model_dir = tokenizer
+    monkeypatch.setattr(lengths, "datasets_cache", lambda: tmp_path / "cache")
+    rows = [{"prompt": SHAPES[2](t), "ground_truth": "0"} for t in TEXTS]
+    f = DataFile.open(str(write_parquet(tmp_path / "rows.parquet", rows)))
+    monkeypatch.setattr(ChatFormat, "prompt_texts", lambda self, prompts: pytest.fail(f"rendered {len(prompts)}"))
+    assert fitting_rows(f, tok, model_dir, 4096).all()

@@ -1,10 +1,12 @@
 """Which rows fit data.max_prompt_length (SkyRL drops the longer ones), in tokens as the loop tokenizes prompts
 (workflows/chat.py).
 
-Tokenizing a million prompts is most of the check's time, so it is skipped where it cannot change the answer:
-with a byte-level BPE tokenizer (each token covers at least one byte of the text: Qwen's, Llama 3's, GPT's) a
-prompt has at most as many tokens as its templated text has bytes, so a row of no more bytes than the limit is
-kept uncounted; only the others are tokenized. Kept in the cache directory per (file, tokenizer), each row's
+Tokenizing a million prompts, and rendering their chat template, is most of the check's time, so both are
+skipped where they cannot change the answer: with a byte-level BPE tokenizer (each token covers at least one
+byte of the text: Qwen's, Llama 3's, GPT's) a prompt has at most as many tokens as its templated text has
+bytes, and that text's bytes are bounded column-wise from its contents' (data/template_bytes.py), so a row
+whose bound is within the limit is kept unrendered and uncounted; only the others are rendered, and tokenized
+where their rendered bytes do not decide. Kept in the cache directory per (file, tokenizer), each row's
 count or its bound, so later jobs of a sweep count nothing again and a smaller limit counts only the rows the
 bound no longer decides."""
 
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from rllm_sweeps.data.files import DataFile, datasets_cache
+from rllm_sweeps.data.template_bytes import row_bounds
 
 # A cached entry: >= 0, the row's tokens; < 0, not counted and at most (-entry - 1) tokens.
 BATCH = 4096  # prompts rendered (and tokenized) at a time
@@ -99,20 +102,33 @@ def fitting_rows(file: DataFile, tokenizer: Any, model_dir: Path, limit: int) ->
 
 def _first_pass(file: DataFile, chat: Any, bound: ByteBound | None, limit: int) -> np.ndarray:
     entries = np.empty(len(file.rows), dtype=np.int32)
+    if bound is not None:  # most rows decided from the contents' bytes, the template not rendered for them
+        most = row_bounds(file, chat, bound.normalization)
+        decided = most <= limit
+        entries[decided] = -1 - most[decided]
+        rest = np.flatnonzero(~decided)
+        at = 0
+        for prompts in file.prompts(BATCH, rest if len(rest) < len(most) else None):
+            texts = chat.prompt_texts(prompts)
+            entries[rest[at : at + len(texts)]] = _bounded_or_counted(chat, texts, bound, limit)
+            at += len(texts)
+        return entries
     at = 0
     for prompts in file.prompts(batch_size=BATCH):
         texts = chat.prompt_texts(prompts)
-        out = entries[at : at + len(texts)]
+        entries[at : at + len(texts)] = _count(chat, texts)
         at += len(texts)
-        if bound is None:
-            out[:] = _count(chat, texts)
-            continue
-        most = _bytes(texts, bound.normalization)
-        out[:] = -1 - most
-        over = np.flatnonzero(most > limit)  # the bound does not decide these: count them
-        if len(over):
-            out[over] = _count(chat, [texts[i] for i in over])
     return entries
+
+
+def _bounded_or_counted(chat: Any, texts: list[str], bound: ByteBound, limit: int) -> np.ndarray:
+    """Each rendered text's entry: its byte bound where that decides the limit, else its tokens."""
+    most = _bytes(texts, bound.normalization)
+    out = -1 - most.astype(np.int32)
+    over = np.flatnonzero(most > limit)  # the bound does not decide these: count them
+    if len(over):
+        out[over] = _count(chat, [texts[i] for i in over])
+    return out
 
 
 def _count(chat: Any, texts: list[str]) -> np.ndarray:
