@@ -18,6 +18,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
+
 RESOLVER = "rllm_native"
 
 
@@ -159,8 +161,8 @@ def _lookup(table: dict[str, str], what: str) -> Callable[[Any], Any]:
     return convert
 
 
-_T = "skyrl.train."
-_J = "skyrl.jax."
+_T = SKYRL_TRAIN_PREFIX
+_J = SKYRL_JAX_PREFIX
 
 KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     KeyMapping("model.path", _T + "trainer.policy.model.path", "policy model directory"),

@@ -22,10 +22,9 @@ from typing import Any
 from rllm_sweeps.config.engine_names import ENGINES, GPU_TRAINER
 from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.native import leaves, skyrl_train_defaults
-from rllm_sweeps.config.setting_effect import JAX as JAX_PREFIX
-from rllm_sweeps.config.setting_effect import TRAIN as TRAIN_PREFIX
 from rllm_sweeps.config.setting_effect import Effect
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
+from rllm_sweeps.native_keys import SKYRL_JAX, SKYRL_JAX_PREFIX, SKYRL_TRAIN, SKYRL_TRAIN_PREFIX
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ BUILDER_FORCED: dict[str, tuple[Any, str]] = {
 # SkyRL's own PPO loop, so it sees SkyRL's defaults in their place, and rules.py judges the values
 # by their common keys (a name only rLLM has, such as reinforce, is valid here).
 LOOP_IMPLEMENTED = tuple(
-    m.native.removeprefix(TRAIN_PREFIX)
+    m.native.removeprefix(SKYRL_TRAIN_PREFIX)
     for m in KEY_MAPPINGS
     if m.common in ("algorithm.adv_estimator", "algorithm.loss_agg_mode")
 )
@@ -133,18 +132,18 @@ def _train_defaults() -> dict[str, Any]:
 def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[str, Any, bool]]:
     """(key, value, named by the user) of every key whose readers depend on the engine."""
     explicit = set(explicit)
-    train = _get(plain, "skyrl.train") or {}
+    train = _get(plain, SKYRL_TRAIN) or {}
     defaults = _train_defaults()
     for rel, value in leaves(train):
-        key = TRAIN_PREFIX + rel
+        key = SKYRL_TRAIN_PREFIX + rel
         if key in BY_NATIVE:
             continue  # read through its common key
         named = any(key == e or key.startswith(e + ".") for e in explicit)
         if named or value != defaults.get(rel, value):
             yield key, value, named
     defaults_jax = jax_defaults()
-    for rel, value in leaves(_get(plain, "skyrl.jax") or {}):
-        key = JAX_PREFIX + rel
+    for rel, value in leaves(_get(plain, SKYRL_JAX) or {}):
+        key = SKYRL_JAX_PREFIX + rel
         if key in BY_NATIVE:
             continue
         named = key in explicit
@@ -164,11 +163,11 @@ def engine_checks_read(path: str) -> bool:
     except where SkyRL's GPU trainer forces their value."""
     if any(path == k or k.startswith(path + ".") or path.startswith(k + ".") for k in ENGINE_COMMON_KEYS):
         return True
-    for prefix in (TRAIN_PREFIX, JAX_PREFIX):
+    for prefix in (SKYRL_TRAIN_PREFIX, SKYRL_JAX_PREFIX):
         if prefix.startswith(path + "."):
             return True  # skyrl, skyrl.train: the whole tree
         if path.startswith(prefix):
-            return path not in BY_NATIVE or path.removeprefix(TRAIN_PREFIX) in BUILDER_FORCED
+            return path not in BY_NATIVE or path.removeprefix(SKYRL_TRAIN_PREFIX) in BUILDER_FORCED
     return False
 
 
@@ -226,18 +225,18 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
             )
         )
     if engine in GPU_TRAINER:
-        train = _get(plain, "skyrl.train") or {}
+        train = _get(plain, SKYRL_TRAIN) or {}
         for rel, (forced, why) in BUILDER_FORCED.items():
             value = _get(train, rel, forced)
             if value != forced:
-                key = TRAIN_PREFIX + rel
+                key = SKYRL_TRAIN_PREFIX + rel
                 if key in BY_NATIVE:
                     key = BY_NATIVE[key].common
                 issues.append(
                     ConfigIssue(
                         key,
                         f"{key}={value!r} cannot be honoured by skyrl.engine={engine}: SkyRL's Tinker-mode "
-                        f"trainer sets {TRAIN_PREFIX + rel}={forced!r} ({why})",
+                        f"trainer sets {SKYRL_TRAIN_PREFIX + rel}={forced!r} ({why})",
                     )
                 )
     return issues

@@ -14,6 +14,7 @@ from rllm_sweeps.config.reconcile import reconcile
 from rllm_sweeps.config.spelling import canonical_overrides
 from rllm_sweeps.config.validate import validate
 from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.native_keys import SKYRL_TRAIN
 
 Notify = Callable[[str], None]
 
@@ -83,7 +84,7 @@ def finalize(
         issues += [
             ConfigIssue(i.key, i.message + origin.get(i.key, ""))
             for i in validate(cfg, explicit)
-            if i.key not in conflicting and not (conflicting and i.key == "skyrl.train")
+            if i.key not in conflicting and not (conflicting and i.key == SKYRL_TRAIN)
         ]
     if issues:
         raise ConfigError(issues, where)

@@ -43,11 +43,9 @@ from rllm_sweeps.sweep.point_scan import PointScanner, Scan
 from rllm_sweeps.sweep.space import Point
 from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec
 from rllm_sweeps.sweep.spool import JobSpool
+from rllm_sweeps.sweeper_settings import MAX_JOBS
 
 _MAX_BAD_JOBS_SHOWN = 50  # invalid jobs whose problems are listed (all are counted)
-# A run composes and validates every job before it launches any (about 0.2 ms a job, and each job
-# is a training run): larger grids are refused with how to sample them instead.
-MAX_JOBS = 100_000
 PROGRESS_EVERY_S = 2.0
 
 Progress = Callable[[int, int, float], None]  # (jobs planned, jobs in all (at most), seconds so far)

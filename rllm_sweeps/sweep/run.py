@@ -16,7 +16,6 @@ import hashlib
 import json
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,31 +29,20 @@ from rllm_sweeps.records.layout import MANIFEST_FILE
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.sweep.memory_check import memory_lines
 from rllm_sweeps.sweep.plan import Plan
-from rllm_sweeps.sweep.planner import MAX_JOBS, plan_sweep
+from rllm_sweeps.sweep.planner import plan_sweep
 from rllm_sweeps.sweep.runner import JobSource, StaticSource, SweepRunner
 from rllm_sweeps.sweep.sweeper_lock import SweeperBusy, hold_sweep_dir
+from rllm_sweeps.sweeper_settings import SweeperSettings
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
-@dataclass(frozen=True)
-class SweepOptions:
-    dry_run: bool = False
-    parallel: int | None = None
-    params: dict[str, str] = field(default_factory=dict)
-    rows: int = 20
-    max_retries: int = 2  # per job, after an infrastructure failure
-    progress_every_s: float = 10.0
-    sweep_file: str | None = None  # a sweep file by path (hydra.sweeper.sweep_file)
-    max_jobs: int = MAX_JOBS  # a run of more jobs is refused (hydra.sweeper.max_jobs)
-
-
-def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions, config_loader: Any = None) -> None:
+def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweeperSettings, config_loader: Any = None) -> None:
     """The sweeper's body (Hydra multirun): plan, then launch; exits non-zero on failures."""
     if options.parallel is not None and options.parallel < 1:  # 0 is an error, not unset; dry runs check it too
         print(f"error: hydra.sweeper.parallel={options.parallel} is invalid: expected an integer >= 1", file=sys.stderr)
         raise SystemExit(2)
-    plan_args = {"params": options.params, "config_loader": config_loader, "sweep_file": options.sweep_file}
+    plan_args = {"params": dict(options.params or {}), "config_loader": config_loader, "sweep_file": options.sweep_file}
     try:
         if options.dry_run:
             # Planned once: the table is printed as soon as the jobs shown are composed (no SkyRL
@@ -111,7 +99,6 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         metric=plan.spec.metric[0],
         metrics=list(plan.spec.metric),
         max_retries=options.max_retries,
-        progress_every_s=options.progress_every_s,
     )
     results: dict[int, Any] | None = None
     confirmed: dict[int, Any] | None = {}
@@ -128,7 +115,6 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
                 launcher,
                 parallel,
                 max_retries=options.max_retries,
-                progress_every_s=options.progress_every_s,
             )
             confirmed = confirmed or {}
     except KeyboardInterrupt:
