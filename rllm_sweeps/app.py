@@ -13,7 +13,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.config.issues import ConfigError
+from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.writable import unwritable
 
 EXIT_BAD_CONFIG = 2

@@ -54,12 +54,12 @@ class KeyMapping:
         return "${" + RESOLVER + ":'" + self.native + "'}"
 
 
-# Advantage estimators: the loop computes them (training/advantages.py), each with its own
+# Advantage estimators: the loop computes them (advantages.py), each with its own
 # meaning. Names that mean the same in rLLM and SkyRL's registry are spelled the same; rLLM's
 # `reinforce` (no baseline) and `reinforce_plus_plus_baseline` (group mean, then batch scaling)
 # have no SkyRL twin and SkyRL's `reinforce++` (batch whitening only) and `maxrl` no rLLM one:
 # each keeps its name on both sides (SkyRL's workers never read the native key: config/engine_settings.py).
-# The names: training/advantages.py ESTIMATORS.
+# The names: advantages.py ESTIMATORS.
 
 # The loop's loss names (Tinker's) -> SkyRL's policy_loss_type: Tinker's "ppo" is SkyRL's
 # clipped "regular" loss; every other name is the same in both (cispo, importance_sampling, gspo, ...).

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.config.engine_names import ENGINES, GPU_TRAINER
-from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.native import leaves, skyrl_train_defaults
 from rllm_sweeps.config.setting_effect import Effect
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
 from rllm_sweeps.native_keys import SKYRL_JAX, SKYRL_JAX_PREFIX, SKYRL_TRAIN, SKYRL_TRAIN_PREFIX
+from rllm_sweeps.problems import ConfigIssue
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ BUILDER_FORCED: dict[str, tuple[Any, str]] = {
 # SkyRL's builder also turns its KL loss off: rules.py refuses algorithm.use_kl_loss there.
 
 # Native settings whose meaning the loop implements on every engine: the advantages
-# (training/advantages.py) and the loss reduction (datums.py loss_agg_scales). SkyRL's workers never
+# (advantages.py) and the loss reduction (datums.py loss_agg_scales). SkyRL's workers never
 # read them (skyrl/backends mentions them in comments only); its validate_cfg judges them against
 # SkyRL's own PPO loop, so it sees SkyRL's defaults in their place, and rules.py judges the values
 # by their common keys (a name only rLLM has, such as reinforce, is valid here).

@@ -14,11 +14,10 @@ from hydra.core.override_parser.types import ChoiceSweep, Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
-from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.paths import is_sweep_file_path
 from rllm_sweeps.config.private_api import child_node
 from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
-from rllm_sweeps.problems import did_you_mean, did_you_mean_key
+from rllm_sweeps.problems import ConfigIssue, did_you_mean, did_you_mean_key
 
 
 @dataclass(frozen=True)

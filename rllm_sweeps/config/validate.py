@@ -22,11 +22,11 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.rules import CROSS_RULES, LOGGERS, RULES, CrossRule
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_NODE, SKYRL_TRAIN, SKYRL_TRAIN_PREFIX
+from rllm_sweeps.problems import ConfigError, ConfigIssue
 
 # Enums SkyRL 0.4.0 lets through validate_cfg and only trips over at run time
 # (the trainer strategy is skyrl.engine's native name: rules.py checks it there).
@@ -63,7 +63,7 @@ def _validate_plain(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list
     from rllm_sweeps.config.data_files import data_file_issues
     from rllm_sweeps.config.engine_settings import engine_issues
     from rllm_sweeps.data.check import data_issues
-    from rllm_sweeps.workflows.base import workflow_problems
+    from rllm_sweeps.data.task import workflow_problems
 
     issues = check_common(plain)
     issues += data_file_issues(plain)

@@ -22,8 +22,8 @@ from typing import Any
 from omegaconf import DictConfig
 
 from launchers.base import Launcher
-from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.planned import job_overrides
+from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import MANIFEST_FILE
 from rllm_sweeps.records.writable import unwritable

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 # field name -> dotted key of the common config (conf/config.yaml holds the defaults,
@@ -210,6 +210,3 @@ class LoopSettings:
         if self.lr_schedule == "linear":
             return self.lr * (1.0 - progress)
         return self.lr
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "skyrl_algorithm"}
