@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from rllm_sweeps.native_keys import SKYRL_NODE
+
 # field name -> dotted key of the common config (conf/config.yaml holds the defaults,
 # rllm_sweeps/config/rules.py what is valid: both are checked before the loop starts), or of a
 # SkyRL-native key the loop honours on every engine (no common name: rLLM has none).
@@ -157,7 +159,7 @@ class LoopSettings:
         absent = object()
         for name, key in CONFIG_KEYS.items():
             value = OmegaConf.select(cfg, key, throw_on_missing=True, default=absent)
-            if value is absent and key.startswith(("skyrl.", "rllm.")):
+            if value is absent and key.startswith((SKYRL_NODE + ".", "rllm.")):
                 continue  # no SkyRL tree (a bare config, as bench/gpu_loop.py's): the field's default
             values[name] = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
         values["adam_betas"] = tuple(values["adam_betas"])
