@@ -358,6 +358,7 @@ def fact_definitions() -> dict[str, set[str]]:
     """Each fact -> the modules that define it (a value, a list of names, a class of fields)."""
     from rllm_sweeps.records.plan import PlannedJob
     from rllm_sweeps.records.status import JobStatus
+    from rllm_sweeps.sweep.node import node_fields
     from rllm_sweeps.sweeper_settings import SweeperSettings
 
     prefixes = {"skyrl.", "skyrl.train.", "skyrl.jax.", "skyrl.train", "skyrl.jax"}
@@ -366,7 +367,9 @@ def fact_definitions() -> dict[str, set[str]]:
     states = {str(s) for s in JobStatus}
     job_fields = {f.name for f in dataclasses.fields(PlannedJob)}
     required_job_fields = {f.name for f in dataclasses.fields(PlannedJob) if f.default is dataclasses.MISSING}
+    sweep_node = {*node_fields(), *(f for block in ("optuna", "pbt", "confirm") for f in node_fields(block))}
     found: dict[str, set[str]] = {
+        "the sweep node's settings": set(),  # conf/config.yaml's `sweep:` declares them (sweep/node.py reads it)
         "the native prefixes": set(),
         "ENGINES": set(),
         "the sweeper's settings": set(),
@@ -382,6 +385,8 @@ def fact_definitions() -> dict[str, set[str]]:
                 isinstance(value, ast.Constant) and value.value == "skyrl"
             ):
                 found["the native prefixes"].add(name)
+            if len(_strings(node) & sweep_node) >= 3:
+                found["the sweep node's settings"].add(name)
             if (isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "ENGINES" for t in node.targets)) or (
                 engines <= _strings(node)
             ):
@@ -406,6 +411,7 @@ def fact_definitions() -> dict[str, set[str]]:
 
 def test_each_fact_is_defined_once():
     assert fact_definitions() == {
+        "the sweep node's settings": set(),
         "the native prefixes": {"rllm_sweeps.native_keys"},
         "ENGINES": {"rllm_sweeps.config.engine_names"},
         "the sweeper's settings": {"rllm_sweeps.sweeper_settings"},

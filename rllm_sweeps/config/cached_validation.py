@@ -18,7 +18,6 @@ from typing import Any
 from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.data_files import data_file_issues
 from rllm_sweeps.config.engine_settings import engine_checks_read, engine_issues
-from rllm_sweeps.config.plain_tree import plain_get_or_none, related
 from rllm_sweeps.config.rules import CROSS_RULES, RULES, CrossRule
 from rllm_sweeps.config.validate import (
     NATIVE_ENUMS,
@@ -33,6 +32,7 @@ from rllm_sweeps.data.check import data_issues
 from rllm_sweeps.data.settings import data_by_path
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.native_keys import SKYRL_JAX, SKYRL_NODE, SKYRL_TRAIN, SKYRL_TRAIN_PREFIX
+from rllm_sweeps.plain_tree import plain_get_or_none, related
 from rllm_sweeps.problems import ConfigIssue
 
 _CACHE_ENTRIES = 10_000  # per cache of check results: a sweep of any size stays in bounded memory

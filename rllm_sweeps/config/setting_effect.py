@@ -114,7 +114,8 @@ def ppo_loop_only() -> frozenset[str]:
     names: set[str] = set()
     for path in (Path(spec.origin).parent / "backends").rglob("*.py"):
         names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text(errors="replace")))
-    from rllm_sweeps.config.native import leaves, skyrl_train_defaults
+    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.plain_tree import leaves
 
     return frozenset(
         p

@@ -114,7 +114,8 @@ def test_of(key: str) -> str:
 
 def table() -> str:
     from rllm_sweeps.config.load import load_config
-    from rllm_sweeps.config.native import EXAMPLE_ADDED, leaves, skyrl_train_defaults
+    from rllm_sweeps.config.native import EXAMPLE_ADDED, skyrl_train_defaults
+    from rllm_sweeps.plain_tree import leaves
 
     defaults = dict(leaves(skyrl_train_defaults())) | EXAMPLE_ADDED
     plains = {}

@@ -26,6 +26,7 @@ from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.rules import CROSS_RULES, LOGGERS, RULES, CrossRule
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_NODE, SKYRL_TRAIN, SKYRL_TRAIN_PREFIX
+from rllm_sweeps.plain_tree import plain_get_or_none
 from rllm_sweeps.problems import ConfigError, ConfigIssue
 
 # Enums SkyRL 0.4.0 lets through validate_cfg and only trips over at run time
@@ -35,15 +36,6 @@ NATIVE_ENUMS: dict[str, tuple[str, ...]] = {
     "generator.inference_engine.backend": ("vllm",),
     "trainer.algorithm.kl_estimator_type": ("k1", "k2", "k3", "abs"),
 }
-
-
-def _get(tree: dict[str, Any], key: str) -> Any:
-    node: Any = tree
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def validate(cfg: DictConfig, explicit: Iterable[str] = ()) -> list[ConfigIssue]:
@@ -90,7 +82,7 @@ def check_common(plain: dict[str, Any]) -> list[ConfigIssue]:
 
 def rule_issue(plain: dict[str, Any], key: str) -> ConfigIssue | None:
     """The problem of common key `key` (a key of RULES) in `plain`, if any."""
-    value = _get(plain, key)
+    value = plain_get_or_none(plain, key)
     if problem := RULES[key](value):
         return ConfigIssue(key, f"{key}={value!r} is invalid: expected {problem}")
     return None
@@ -98,9 +90,10 @@ def rule_issue(plain: dict[str, Any], key: str) -> ConfigIssue | None:
 
 def cross_rule_issue(rule: CrossRule, plain: dict[str, Any], bad: set[str]) -> ConfigIssue | None:
     """The problem of a rule over several keys, if any; none when one of them is `bad` already."""
-    if bad.isdisjoint(rule.keys) and not rule.holds(*(_get(plain, k) for k in rule.keys)):
-        values = ", ".join(f"{k}={_get(plain, k)!r}" for k in rule.keys)
-        return ConfigIssue(rule.keys[0], f"{rule.describe(*(_get(plain, k) for k in rule.keys))} (got {values})")
+    if bad.isdisjoint(rule.keys) and not rule.holds(*(plain_get_or_none(plain, k) for k in rule.keys)):
+        values = ", ".join(f"{k}={plain_get_or_none(plain, k)!r}" for k in rule.keys)
+        described = rule.describe(*(plain_get_or_none(plain, k) for k in rule.keys))
+        return ConfigIssue(rule.keys[0], f"{described} (got {values})")
     return None
 
 
@@ -113,7 +106,7 @@ def check_native_train(
     issues = [ConfigIssue(SKYRL_TRAIN_PREFIX + k, m) for k, m in _type_problems(SkyRLTrainConfig, train, "")]
     for key in NATIVE_ENUMS if enums is None else enums:
         allowed = NATIVE_ENUMS[key]
-        value = _get(train, key)
+        value = plain_get_or_none(train, key)
         if value not in allowed:
             full = SKYRL_TRAIN_PREFIX + key
             issues.append(ConfigIssue(full, f"{full}={value!r} is invalid: expected one of {', '.join(allowed)}"))

@@ -37,11 +37,12 @@ from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.config.native import leaves, skyrl_own, skyrl_train_defaults
+from rllm_sweeps.config.native import skyrl_own, skyrl_train_defaults
 from rllm_sweeps.config.setting_effect import ppo_loop_only
 from rllm_sweeps.engines.base import BuiltBackend, Engine, EngineUnavailable
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
+from rllm_sweeps.plain_tree import leaves
 from rllm_sweeps.records.layout import JOB_OWNED_PATHS, JobPaths
 from rllm_sweeps.training.engine_traits import EngineTraits
 

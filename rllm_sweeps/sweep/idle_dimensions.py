@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rllm_sweeps.config.plain_tree import plain_get_or_none
 from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
+from rllm_sweeps.plain_tree import plain_get_or_none
 from rllm_sweeps.problems import ConfigIssue
 from rllm_sweeps.sweep.param import Param
 

@@ -27,9 +27,8 @@ from typing import Any
 
 from rllm_sweeps.problems import did_you_mean
 from rllm_sweeps.sweep.block_settings import block_settings, is_int
+from rllm_sweeps.sweep.node import node_fields
 from rllm_sweeps.sweep.param import Param
-
-FIELDS = ("population", "interval", "quantile", "factors", "resample_probability", "mutate")
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ def parse_pbt_settings(
 ) -> PbtSpec:
     """The `pbt:` block with the command line's `sweep.pbt.KEY` settings (`parts`) on top, checked
     against the sweep's parameters. Every problem goes to `problem(where, message)`."""
-    raw = block_settings(block, where, parts, FIELDS, "pbt", problem)
+    raw = block_settings(block, where, parts, node_fields("pbt"), "pbt", problem)
     d = PbtSpec()
 
     def get(key: str, default: Any) -> tuple[Any, str]:

@@ -30,7 +30,7 @@ from rllm_sweeps.config.job_composer import JobComposer, JobConfig
 from rllm_sweeps.config.memory_need import job_memory_estimate
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.overrides import unread_added_key
-from rllm_sweeps.config.plain_tree import plain_get, plain_get_or_none
+from rllm_sweeps.plain_tree import plain_get, plain_get_or_none
 from rllm_sweeps.problems import ConfigError, ConfigIssue, did_you_mean_key
 from rllm_sweeps.records.plan import PlannedJob, Totals
 from rllm_sweeps.sweep.idle_dimensions import IdleDimensions
