@@ -422,4 +422,4 @@ def test_each_fact_is_defined_once():
     plugin = (REPO / "hydra_plugins/rllm_sweeps_sweeper/sweeper.py").read_text()
     assert 'group="hydra/sweeper", name="rllm", node=SweeperSettings' in plugin
     run = (REPO / "rllm_sweeps/sweep/run.py").read_text()
-    assert "options: SweeperSettings" in run
+    assert "settings: SweeperSettings" in run

@@ -37,31 +37,36 @@ from rllm_sweeps.sweeper_settings import SweeperSettings
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
-def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweeperSettings, config_loader: Any = None) -> None:
+def run_sweep(
+    arguments: list[str], hydra_cfg: DictConfig, settings: SweeperSettings, config_loader: Any = None
+) -> None:
     """The sweeper's body (Hydra multirun): plan, then launch; exits non-zero on failures."""
-    if options.parallel is not None and options.parallel < 1:  # 0 is an error, not unset; dry runs check it too
-        print(f"error: hydra.sweeper.parallel={options.parallel} is invalid: expected an integer >= 1", file=sys.stderr)
+    if settings.parallel is not None and settings.parallel < 1:  # 0 is an error, not unset; dry runs check it too
+        print(
+            f"error: hydra.sweeper.parallel={settings.parallel} is invalid: expected an integer >= 1", file=sys.stderr
+        )
         raise SystemExit(2)
-    plan_args = {"params": dict(options.params or {}), "config_loader": config_loader, "sweep_file": options.sweep_file}
+    params = dict(settings.params or {})  # Hydra's sweeper.params: key -> expression
+    plan_args = {"params": params, "config_loader": config_loader, "sweep_file": settings.sweep_file}
     try:
-        if options.dry_run:
+        if settings.dry_run:
             # Planned once: the table is printed as soon as the jobs shown are composed (no SkyRL
             # import needed), then those jobs are validated.
             plan = plan_sweep(
                 arguments,
-                limit=options.rows,
-                preview=lambda p: print(p.render(rows=options.rows, parallel=options.parallel)),
+                limit=settings.rows,
+                preview=lambda p: print(p.render(rows=settings.rows, parallel=settings.parallel)),
                 **plan_args,
             )
         else:
-            plan = plan_sweep(arguments, max_jobs=options.max_jobs, progress=print_planning, **plan_args)
+            plan = plan_sweep(arguments, max_jobs=settings.max_jobs, progress=print_planning, **plan_args)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C) while planning: nothing was launched", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
-    parallel = options.parallel if options.parallel is not None else plan.spec.parallel  # the spec checks its own
+    parallel = settings.parallel if settings.parallel is not None else plan.spec.parallel  # the spec checks its own
     sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
     if (problem := unwritable(sweep_dir)) is not None:
         print(f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR", file=sys.stderr)
@@ -74,7 +79,7 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweeperSetti
         print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
         print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         raise SystemExit(2)
-    if options.dry_run:
+    if settings.dry_run:
         for line in memory_lines(plan.jobs, launcher):
             print(line)
         print(f"validated the {plan.totals.validated} jobs shown: no problem found")
@@ -98,7 +103,7 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweeperSetti
         parallel,
         metric=plan.spec.metric[0],
         metrics=list(plan.spec.metric),
-        max_retries=options.max_retries,
+        max_retries=settings.max_retries,
     )
     results: dict[int, Any] | None = None
     confirmed: dict[int, Any] | None = {}
@@ -114,7 +119,7 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweeperSetti
                 sweep_dir,
                 launcher,
                 parallel,
-                max_retries=options.max_retries,
+                max_retries=settings.max_retries,
             )
             confirmed = confirmed or {}
     except KeyboardInterrupt:
