@@ -13,7 +13,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.config.issues import ConfigError
+from rllm_sweeps.plain_tree import leaves
+from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.writable import unwritable
 
 EXIT_BAD_CONFIG = 2
@@ -186,7 +187,7 @@ def usage() -> str:
         "Common keys (rLLM names; `rllm-sweeps keys` shows the SkyRL-native name of each):",
     ]
     for section in ("model", "data", "rollout", "trainer", "algorithm", "resources"):
-        for key, value in _leaves(OmegaConf.to_container(cfg[section], resolve=True), section):
+        for key, value in leaves(OmegaConf.to_container(cfg[section], resolve=True), section + "."):
             lines.append(f"  {key:<36} {value!r:<24} {'-> ' + natives[key][0] if key in natives else ''}")
     lines += ["", "Config groups (GROUP=CHOICE: conf/GROUP/CHOICE.yaml; * the default):"]
     lines += group_lines()
@@ -236,11 +237,3 @@ def group_lines() -> list[str]:
         choices = " | ".join(c + ("*" if defaults.get(group) == c else "") for c in group_choices(group))
         lines.append(f"  {group + '=':<13}{choices:<45} {GROUP_HELP.get(group, '')}".rstrip())
     return lines
-
-
-def _leaves(tree: dict, prefix: str) -> list[tuple[str, object]]:
-    out: list[tuple[str, object]] = []
-    for key, value in tree.items():
-        path = f"{prefix}.{key}"
-        out += _leaves(value, path) if isinstance(value, dict) else [(path, value)]
-    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rllm_sweeps.config.issues import ConfigError
+from rllm_sweeps.problems import ConfigError
 
 
 def cmd_keys(args: argparse.Namespace) -> int:

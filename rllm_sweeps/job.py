@@ -187,10 +187,10 @@ def _train(
     from rllm_sweeps.records.schedule import read_schedule
     from rllm_sweeps.runtime.job_ray import job_ray_cluster, no_ray
     from rllm_sweeps.runtime.node_role import NodeRole
+    from rllm_sweeps.sweep.pbt_member import PbtMember
     from rllm_sweeps.trackers import make_trackers
     from rllm_sweeps.training.checkpoints import checkpoint_name
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer
-    from rllm_sweeps.training.pbt_member import PbtMember
     from rllm_sweeps.training.settings import LoopSettings
     from rllm_sweeps.training.trial import TrialReporter
     from rllm_sweeps.workflows import read_workflow

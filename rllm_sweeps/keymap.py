@@ -18,6 +18,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
+
 RESOLVER = "rllm_native"
 
 
@@ -52,12 +54,12 @@ class KeyMapping:
         return "${" + RESOLVER + ":'" + self.native + "'}"
 
 
-# Advantage estimators: the loop computes them (training/advantages.py), each with its own
+# Advantage estimators: the loop computes them (advantages.py), each with its own
 # meaning. Names that mean the same in rLLM and SkyRL's registry are spelled the same; rLLM's
 # `reinforce` (no baseline) and `reinforce_plus_plus_baseline` (group mean, then batch scaling)
 # have no SkyRL twin and SkyRL's `reinforce++` (batch whitening only) and `maxrl` no rLLM one:
 # each keeps its name on both sides (SkyRL's workers never read the native key: config/engine_settings.py).
-# The names: training/advantages.py ESTIMATORS.
+# The names: advantages.py ESTIMATORS.
 
 # The loop's loss names (Tinker's) -> SkyRL's policy_loss_type: Tinker's "ppo" is SkyRL's
 # clipped "regular" loss; every other name is the same in both (cispo, importance_sampling, gspo, ...).
@@ -159,8 +161,8 @@ def _lookup(table: dict[str, str], what: str) -> Callable[[Any], Any]:
     return convert
 
 
-_T = "skyrl.train."
-_J = "skyrl.jax."
+_T = SKYRL_TRAIN_PREFIX
+_J = SKYRL_JAX_PREFIX
 
 KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     KeyMapping("model.path", _T + "trainer.policy.model.path", "policy model directory"),

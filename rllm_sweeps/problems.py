@@ -6,15 +6,40 @@ the hints that every unknown name (a key, a setting, a sampler) gets.
     problems.raise_if_any(SweepError)   # SweepError listing every problem, each naming its source
 
 Users fix a sweep or a config in one pass when they see every mistake together, so parsers
-collect instead of raising at the first one.
+collect instead of raising at the first one. What every check reports is defined here too, below
+all of them: one problem (`ConfigIssue`) and a config or sweep that must not run (`ConfigError`).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
-from rllm_sweeps.config.issues import ConfigError, ConfigIssue
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(ValueError):
+    """A config that must not run; `issues` lists every problem found."""
+
+    def __init__(self, issues: list[ConfigIssue], where: str = "") -> None:
+        self.issues = issues
+        self.where = where
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        head = f"Invalid configuration{' in ' + self.where if self.where else ''}"
+        if len(self.issues) == 1:
+            return f"{head}: {self.issues[0]}"
+        return f"{head} ({len(self.issues)} problems):\n" + "\n".join(f"  - {i}" for i in self.issues)
+
 
 Problem = Callable[[str, str], None]  # report one problem: (where it came from, what is wrong)
 

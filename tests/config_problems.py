@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.load import load_config
+from rllm_sweeps.problems import ConfigError
 
 
 def quiet(_: str) -> None:

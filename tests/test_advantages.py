@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rllm_sweeps.training.advantages import (
+from rllm_sweeps.advantages import (
     compute_advantages,
     grpo,
     reinforce,

@@ -13,11 +13,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR, compose_config
-from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.load import load_config
 from rllm_sweeps.config.native import skyrl_own
 from rllm_sweeps.config.validate import validate
 from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.problems import ConfigError
 
 pytestmark = pytest.mark.slow  # composes the real config tree through Hydra and SkyRL; some run train.py
 

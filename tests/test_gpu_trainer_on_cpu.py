@@ -119,7 +119,7 @@ def _path_leaves(built) -> dict[str, str]:
     """Every absolute path SkyRL's built config holds, by key (the model's directory aside)."""
     from skyrl.train.config import get_config_as_yaml_str
 
-    from rllm_sweeps.config.native import leaves
+    from rllm_sweeps.plain_tree import leaves
 
     tree = OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(built)))
     model = str(built.trainer.policy.model.path)

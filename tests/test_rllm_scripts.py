@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from config_problems import problems
 
-from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.load import load_config
+from rllm_sweeps.problems import ConfigError
 
 SCRIPTS = Path(__file__).parent / "data" / "rllm_skyrl"
 # The Python entry point each script runs, in this project's words (its workflow).

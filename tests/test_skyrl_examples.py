@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.load import load_config
+from rllm_sweeps.problems import ConfigError
 
 pytestmark = pytest.mark.slow  # composes SkyRL's example command lines through Hydra and SkyRL
 

@@ -174,7 +174,7 @@ def test_kl_in_the_reward_changes_the_advantages_by_the_kl_term_and_adapts_its_c
 
 
 def test_kl_penalties_are_subtracted_from_the_rewards_the_estimator_sees():
-    from rllm_sweeps.training.advantages import compute_group_advantages
+    from rllm_sweeps.advantages import compute_group_advantages
     from rllm_sweeps.training.episodes import assign_advantages
     from rllm_sweeps.workflows.episode import Trajectory
 
@@ -194,7 +194,7 @@ def test_advantage_batch_normalize_z_scores_the_advantages_over_the_batch(make_t
 
 
 def test_batch_normalize_weighs_each_advantage_by_its_tokens():
-    from rllm_sweeps.training.advantages import batch_normalize
+    from rllm_sweeps.advantages import batch_normalize
 
     out = batch_normalize([1.0, -1.0, 3.0], [2, 2, 4])
     tokens = np.repeat(out, [2, 2, 4])

@@ -13,9 +13,10 @@ from test_config import shipped_configs
 
 from rllm_sweeps.config.engine_settings import BUILDER_FORCED
 from rllm_sweeps.config.load import load_config
-from rllm_sweeps.config.native import leaves, quiet_skyrl, skyrl_own
+from rllm_sweeps.config.native import quiet_skyrl, skyrl_own
 from rllm_sweeps.engines.skyrl_train import JOB_OWNED_PATHS, built_config, job_owned_paths, make_skyrl_train_backend
 from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.plain_tree import leaves
 
 pytestmark = pytest.mark.slow  # builds SkyRL's GPU trainer config through SkyRL's own builders
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.load import load_config
+from rllm_sweeps.problems import ConfigError
 
 pytestmark = pytest.mark.slow  # composes the real config tree; runs train.py
 

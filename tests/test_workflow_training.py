@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from rllm_sweeps.training.advantages import compute_advantages, compute_group_advantages
+from rllm_sweeps.advantages import compute_advantages, compute_group_advantages
 from rllm_sweeps.training.datums import Datum, loss_agg_scales
 from rllm_sweeps.training.episodes import (
     assign_advantages,

@@ -18,12 +18,9 @@ from typing import Any
 from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.data_files import data_file_issues
 from rllm_sweeps.config.engine_settings import engine_checks_read, engine_issues
-from rllm_sweeps.config.issues import ConfigIssue
-from rllm_sweeps.config.plain_tree import plain_get_or_none, related
 from rllm_sweeps.config.rules import CROSS_RULES, RULES, CrossRule
 from rllm_sweeps.config.validate import (
     NATIVE_ENUMS,
-    NATIVE_PREFIX,
     check_common,
     check_jax,
     check_native_train,
@@ -34,6 +31,9 @@ from rllm_sweeps.config.validate import (
 from rllm_sweeps.data.check import data_issues
 from rllm_sweeps.data.settings import data_by_path
 from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.native_keys import SKYRL_JAX, SKYRL_NODE, SKYRL_TRAIN, SKYRL_TRAIN_PREFIX
+from rllm_sweeps.plain_tree import plain_get_or_none, related
+from rllm_sweeps.problems import ConfigIssue
 
 _CACHE_ENTRIES = 10_000  # per cache of check results: a sweep of any size stays in bounded memory
 _RECHECK = object()  # a check that reads a changed path: run per job
@@ -66,16 +66,16 @@ def _shape(base: Base, changed: frozenset[str]) -> _Shape:
         (r, _RECHECK if any(reads_changed(k) for k in r.keys) else cross_rule_issue(r, plain, bad)) for r in CROSS_RULES
     ]
     ordered = sorted(changed)
-    root = NATIVE_PREFIX.rstrip(".")  # skyrl.train
-    rel = [c[len(NATIVE_PREFIX) :] for c in ordered if c.startswith(NATIVE_PREFIX)]
+    root = SKYRL_TRAIN  # skyrl.train
+    rel = [c[len(SKYRL_TRAIN_PREFIX) :] for c in ordered if c.startswith(SKYRL_TRAIN_PREFIX)]
     return _Shape(
         rules=[(k, i) for k, i in rules if i is not None],
         cross=[(r, i) for r, i in cross if i is not None],
         engine_paths=tuple(c for c in ordered if engine_checks_read(c)),
-        native_paths=tuple(c for c in ordered if related(c, "skyrl")),
-        jax_paths=tuple(c for c in ordered if related(c, "skyrl.jax") or related(c, "skyrl.engine")),
+        native_paths=tuple(c for c in ordered if related(c, SKYRL_NODE)),
+        jax_paths=tuple(c for c in ordered if related(c, SKYRL_JAX) or related(c, "skyrl.engine")),
         native_rel=rel,
-        whole_train=any(related(c, root) and not c.startswith(NATIVE_PREFIX) for c in ordered),
+        whole_train=any(related(c, root) and not c.startswith(SKYRL_TRAIN_PREFIX) for c in ordered),
         native_enums=tuple(k for k in NATIVE_ENUMS if any(related(k, r) for r in rel)),
     )
 
@@ -115,13 +115,13 @@ class CachedValidator:
         issues += data_file_issues(plain)  # cached by each file's stat
         workflow_key = _token([plain.get("workflow"), data_by_path(plain)])  # data by path: data/task.py
         if workflow_key not in self._workflow:
-            from rllm_sweeps.workflows.base import workflow_problems  # as validate() does: imported when used
+            from rllm_sweeps.data.task import workflow_problems  # as validate() does: imported when used
 
             _bounded(self._workflow)
             self._workflow[workflow_key] = [ConfigIssue(k, m) for k, m in workflow_problems(plain)]
         issues += self._workflow[workflow_key]
         issues += data_issues(plain)  # once per distinct dataset (data/check.py caches)
-        skyrl = plain.get("skyrl") or {}
+        skyrl = plain.get(SKYRL_NODE) or {}
         if not isinstance(skyrl, dict):
             return issues
         run_skyrl = not issues
@@ -182,7 +182,7 @@ def _differences(plain: dict[str, Any], base: Base | None, paths: tuple[str, ...
 
 def _native_types(train: dict[str, Any], engine: Any, base: Base | None, shape: _Shape | None) -> list[ConfigIssue]:
     """check_native_train(run_skyrl=False) of `train`, from the base's and the changed leaves'."""
-    base_train = plain_get_or_none(base.plain, NATIVE_PREFIX.rstrip(".")) if base is not None else None
+    base_train = plain_get_or_none(base.plain, SKYRL_TRAIN) if base is not None else None
     if base is None or shape is None or not isinstance(base_train, dict) or shape.whole_train:
         return check_native_train(train, engine, run_skyrl=False)
     if base.native_types is None:
@@ -205,7 +205,7 @@ def _native_types(train: dict[str, Any], engine: Any, base: Base | None, shape: 
             node = value
 
     def touched(issue: ConfigIssue) -> bool:
-        key = issue.key[len(NATIVE_PREFIX) :] if issue.key.startswith(NATIVE_PREFIX) else issue.key
+        key = issue.key[len(SKYRL_TRAIN_PREFIX) :] if issue.key.startswith(SKYRL_TRAIN_PREFIX) else issue.key
         return any(related(key, c) for c in rel)
 
     # The enums no changed path touches would only give issues dropped here: not checked.

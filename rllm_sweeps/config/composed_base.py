@@ -8,13 +8,13 @@ from typing import Any
 from omegaconf import AnyNode, DictConfig, ListConfig, OmegaConf
 
 from rllm_sweeps.config.interpolations import Reevaluation, find_interpolations, reevaluation
-from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.overrides import all_keys
-from rllm_sweeps.config.plain_tree import TreePath
 from rllm_sweeps.config.private_api import child_node, is_none
 from rllm_sweeps.config.reconcile import is_planted
 from rllm_sweeps.jobhash import HashTemplate
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
+from rllm_sweeps.plain_tree import TreePath
+from rllm_sweeps.problems import ConfigIssue
 
 
 class Base:

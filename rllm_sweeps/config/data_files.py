@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.config.issues import ConfigIssue
+from rllm_sweeps.problems import ConfigIssue
 
 
 def is_data_path_key(name: str) -> bool:

@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-ALGORITHM = "skyrl.train.trainer.algorithm."
+from rllm_sweeps.native_keys import SKYRL_NODE, SKYRL_TRAIN_PREFIX
+
+ALGORITHM = SKYRL_TRAIN_PREFIX + "trainer.algorithm."
 
 
 def _both_names(common: str) -> tuple[str, ...]:
@@ -63,7 +65,7 @@ def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[s
 
 def _kl_notes(plain: dict[str, Any], explicit: set[str]) -> list[str]:
     algorithm = plain.get("algorithm") or {}
-    skyrl_algorithm = ((plain.get("skyrl") or {}).get("train") or {}).get("trainer", {}).get("algorithm") or {}
+    skyrl_algorithm = ((plain.get(SKYRL_NODE) or {}).get("train") or {}).get("trainer", {}).get("algorithm") or {}
     term = (
         "loss" if algorithm.get("use_kl_loss") else "in the reward" if skyrl_algorithm.get("use_kl_in_reward") else None
     )

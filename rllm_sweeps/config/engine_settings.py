@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.config.engine_names import ENGINES, GPU_TRAINER
-from rllm_sweeps.config.issues import ConfigIssue
-from rllm_sweeps.config.native import leaves, skyrl_train_defaults
-from rllm_sweeps.config.setting_effect import JAX as JAX_PREFIX
-from rllm_sweeps.config.setting_effect import TRAIN as TRAIN_PREFIX
+from rllm_sweeps.config.native import skyrl_train_defaults
 from rllm_sweeps.config.setting_effect import Effect
 from rllm_sweeps.keymap import BY_NATIVE, KEY_MAPPINGS
+from rllm_sweeps.native_keys import SKYRL_JAX, SKYRL_JAX_PREFIX, SKYRL_TRAIN, SKYRL_TRAIN_PREFIX
+from rllm_sweeps.plain_tree import leaves, plain_get_or_none
+from rllm_sweeps.problems import ConfigIssue
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ class NotRead:
     only_with: str | None = None
 
     def refuses(self, plain: dict[str, Any]) -> bool:
-        engine = _get(plain, "skyrl.engine")
-        return engine in self.engines and (self.only_with is None or bool(_get(plain, self.only_with)))
+        engine = plain_get_or_none(plain, "skyrl.engine")
+        return engine in self.engines and (self.only_with is None or bool(plain_get_or_none(plain, self.only_with)))
 
 
 # Common keys that some engine cannot honour, with the reason (every other common key is read
@@ -80,24 +80,15 @@ BUILDER_FORCED: dict[str, tuple[Any, str]] = {
 # SkyRL's builder also turns its KL loss off: rules.py refuses algorithm.use_kl_loss there.
 
 # Native settings whose meaning the loop implements on every engine: the advantages
-# (training/advantages.py) and the loss reduction (datums.py loss_agg_scales). SkyRL's workers never
+# (advantages.py) and the loss reduction (datums.py loss_agg_scales). SkyRL's workers never
 # read them (skyrl/backends mentions them in comments only); its validate_cfg judges them against
 # SkyRL's own PPO loop, so it sees SkyRL's defaults in their place, and rules.py judges the values
 # by their common keys (a name only rLLM has, such as reinforce, is valid here).
 LOOP_IMPLEMENTED = tuple(
-    m.native.removeprefix(TRAIN_PREFIX)
+    m.native.removeprefix(SKYRL_TRAIN_PREFIX)
     for m in KEY_MAPPINGS
     if m.common in ("algorithm.adv_estimator", "algorithm.loss_agg_mode")
 )
-
-
-def _get(tree: Any, key: str, default: Any = None) -> Any:
-    node = tree
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
 
 
 @functools.cache
@@ -109,7 +100,7 @@ def _common_defaults() -> dict[str, Any]:
 
     tree = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
     rllm = {"rllm." + k: v for k, v in leaves(tree.get("rllm") or {})}  # rLLM's settings (setting_effect.py)
-    return {key: _get(tree, key) for key in NOT_READ} | {
+    return {key: plain_get_or_none(tree, key) for key in NOT_READ} | {
         k: v for k, v in rllm.items() if k not in {m.common for m in KEY_MAPPINGS}
     }
 
@@ -133,18 +124,18 @@ def _train_defaults() -> dict[str, Any]:
 def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[str, Any, bool]]:
     """(key, value, named by the user) of every key whose readers depend on the engine."""
     explicit = set(explicit)
-    train = _get(plain, "skyrl.train") or {}
+    train = plain_get_or_none(plain, SKYRL_TRAIN) or {}
     defaults = _train_defaults()
     for rel, value in leaves(train):
-        key = TRAIN_PREFIX + rel
+        key = SKYRL_TRAIN_PREFIX + rel
         if key in BY_NATIVE:
             continue  # read through its common key
         named = any(key == e or key.startswith(e + ".") for e in explicit)
         if named or value != defaults.get(rel, value):
             yield key, value, named
     defaults_jax = jax_defaults()
-    for rel, value in leaves(_get(plain, "skyrl.jax") or {}):
-        key = JAX_PREFIX + rel
+    for rel, value in leaves(plain_get_or_none(plain, SKYRL_JAX) or {}):
+        key = SKYRL_JAX_PREFIX + rel
         if key in BY_NATIVE:
             continue
         named = key in explicit
@@ -152,7 +143,7 @@ def set_keys(plain: dict[str, Any], explicit: Iterable[str]) -> Iterator[tuple[s
             yield key, value, named
     common = _common_defaults()
     for key in common:
-        value = _get(plain, key)
+        value = plain_get_or_none(plain, key)
         named = key in explicit
         if named or value != common[key]:
             yield key, value, named
@@ -164,11 +155,11 @@ def engine_checks_read(path: str) -> bool:
     except where SkyRL's GPU trainer forces their value."""
     if any(path == k or k.startswith(path + ".") or path.startswith(k + ".") for k in ENGINE_COMMON_KEYS):
         return True
-    for prefix in (TRAIN_PREFIX, JAX_PREFIX):
+    for prefix in (SKYRL_TRAIN_PREFIX, SKYRL_JAX_PREFIX):
         if prefix.startswith(path + "."):
             return True  # skyrl, skyrl.train: the whole tree
         if path.startswith(prefix):
-            return path not in BY_NATIVE or path.removeprefix(TRAIN_PREFIX) in BUILDER_FORCED
+            return path not in BY_NATIVE or path.removeprefix(SKYRL_TRAIN_PREFIX) in BUILDER_FORCED
     return False
 
 
@@ -207,7 +198,7 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
     """Settings that would make what runs differ from what SkyRL does with them, each an issue."""
     from rllm_sweeps.config.setting_effect import Kind
 
-    engine = _get(plain, "skyrl.engine")
+    engine = plain_get_or_none(plain, "skyrl.engine")
     if engine not in ENGINES:
         return []  # rules.py reports the engine itself
     issues = [
@@ -215,7 +206,7 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
         for j in judged_settings(plain, explicit)
         if j.effect.kind is Kind.REFUSED
     ]
-    loss = _get(plain, "algorithm.loss_fn")
+    loss = plain_get_or_none(plain, "algorithm.loss_fn")
     # SkyRL's registry imports torch (seconds): asked only for a loss the JAX backend lacks.
     if isinstance(loss, str) and loss not in jax_losses() and loss not in skyrl_policy_losses():
         known = (*jax_losses(), *skyrl_policy_losses())
@@ -226,18 +217,18 @@ def engine_issues(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list[C
             )
         )
     if engine in GPU_TRAINER:
-        train = _get(plain, "skyrl.train") or {}
+        train = plain_get_or_none(plain, SKYRL_TRAIN) or {}
         for rel, (forced, why) in BUILDER_FORCED.items():
-            value = _get(train, rel, forced)
+            value = plain_get_or_none(train, rel, forced)
             if value != forced:
-                key = TRAIN_PREFIX + rel
+                key = SKYRL_TRAIN_PREFIX + rel
                 if key in BY_NATIVE:
                     key = BY_NATIVE[key].common
                 issues.append(
                     ConfigIssue(
                         key,
                         f"{key}={value!r} cannot be honoured by skyrl.engine={engine}: SkyRL's Tinker-mode "
-                        f"trainer sets {TRAIN_PREFIX + rel}={forced!r} ({why})",
+                        f"trainer sets {SKYRL_TRAIN_PREFIX + rel}={forced!r} ({why})",
                     )
                 )
     return issues

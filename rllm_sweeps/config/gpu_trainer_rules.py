@@ -30,6 +30,7 @@ from typing import Any
 
 from rllm_sweeps.config.cross_rule import CrossRule
 from rllm_sweeps.config.engine_names import GPU_TRAINER
+from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
 
 # vLLM 0.30's MaxLoRARanks (vllm/config/lora.py), SkyRL 0.4.0's pin; vLLM is not installed with the JAX
 # engine, so the values are copied here and tests/test_gpu_trainer.py checks them against vLLM's where it is.
@@ -38,7 +39,7 @@ VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 # The one logprobs_mode whose values SkyRL's trainer reproduces (with top-p 1 and no top-k).
 PROCESSED_LOGPROBS = "processed_logprobs"
 
-_T = "skyrl.train."
+_T = SKYRL_TRAIN_PREFIX
 COLOCATE_ALL = _T + "trainer.placement.colocate_all"
 _ENGINE = _T + "generator.inference_engine."
 ENGINE_SIZE = tuple(

@@ -9,9 +9,9 @@ from typing import Any
 from omegaconf import AnyNode, DictConfig, ListConfig, OmegaConf
 
 from rllm_sweeps.config.native import RESOLVER_READS
-from rllm_sweeps.config.plain_tree import TreePath, related
 from rllm_sweeps.config.private_api import NodeReference, child_node, interpolation_parts, is_none, raw_value
 from rllm_sweeps.keymap import BY_NATIVE, RESOLVER
+from rllm_sweeps.plain_tree import TreePath, related
 
 
 @dataclass(frozen=True)

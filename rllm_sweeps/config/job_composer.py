@@ -36,13 +36,12 @@ from rllm_sweeps.config.cached_validation import CachedValidator
 from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.interpolations import Reevaluation
-from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.load import config_notes, finalize
 from rllm_sweeps.config.overrides import all_keys, parse_overrides, unread_added_key
-from rllm_sweeps.config.plain_tree import CopyOnWriteTree, own_copy, related, value_is_plain
 from rllm_sweeps.config.private_api import apply_overrides, child_node, raw_value
 from rllm_sweeps.config.reconcile import reconcile
-from rllm_sweeps.problems import did_you_mean_key
+from rllm_sweeps.plain_tree import CopyOnWriteTree, own_copy, related, value_is_plain
+from rllm_sweeps.problems import ConfigError, ConfigIssue, did_you_mean_key
 
 _PARSER = OverridesParser.create()
 

@@ -8,12 +8,13 @@ from collections.abc import Callable, Iterable
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import compose_config
-from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.overrides import parse_overrides, unknown_choice_issues, unknown_key_issues
 from rllm_sweeps.config.reconcile import reconcile
 from rllm_sweeps.config.spelling import canonical_overrides
 from rllm_sweeps.config.validate import validate
 from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.native_keys import SKYRL_TRAIN
+from rllm_sweeps.problems import ConfigError, ConfigIssue
 
 Notify = Callable[[str], None]
 
@@ -83,7 +84,7 @@ def finalize(
         issues += [
             ConfigIssue(i.key, i.message + origin.get(i.key, ""))
             for i in validate(cfg, explicit)
-            if i.key not in conflicting and not (conflicting and i.key == "skyrl.train")
+            if i.key not in conflicting and not (conflicting and i.key == SKYRL_TRAIN)
         ]
     if issues:
         raise ConfigError(issues, where)

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.config.plain_tree import plain_get_or_none
+from rllm_sweeps.plain_tree import plain_get_or_none
 from rllm_sweeps.training.gpu_memory import MemoryEstimate, ModelShape, RunShape, estimate_jax_memory
 
 

@@ -18,8 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.gpu_trainer_rules import NODE_GPUS_KEYS, node_gpus
 from rllm_sweeps.keymap import KEY_MAPPINGS
-
-NATIVE_ROOT = "skyrl"
+from rllm_sweeps.native_keys import SKYRL_NODE
+from rllm_sweeps.plain_tree import leaves
 
 
 @contextlib.contextmanager
@@ -70,9 +70,8 @@ def skyrl_train_defaults() -> dict[str, Any]:
 def planted_tree() -> DictConfig:
     """The native subtree (relative to `skyrl`) with the key map's interpolations planted."""
     tree = OmegaConf.create({"train": skyrl_train_defaults(), "jax": {}})
-    prefix = NATIVE_ROOT + "."
     for mapping in KEY_MAPPINGS:
-        path = mapping.native.removeprefix(prefix)
+        path = mapping.native.removeprefix(SKYRL_NODE + ".")
         OmegaConf.update(tree, path, mapping.interpolation(), merge=False, force_add=True)
     return tree
 
@@ -263,12 +262,3 @@ def skyrl_own(train: dict[str, Any]) -> dict[str, Any]:
         if isinstance(node, dict):
             node.pop(leaf, None)
     return tree
-
-
-def leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """(dotted path, value) of every leaf of a plain tree (an empty mapping is a leaf)."""
-    if isinstance(tree, dict) and tree:
-        for key, value in tree.items():
-            yield from leaves(value, f"{prefix}{key}.")
-    else:
-        yield prefix.rstrip("."), tree

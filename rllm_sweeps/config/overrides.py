@@ -14,10 +14,10 @@ from hydra.core.override_parser.types import ChoiceSweep, Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
-from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.paths import is_sweep_file_path
 from rllm_sweeps.config.private_api import child_node
-from rllm_sweeps.problems import did_you_mean, did_you_mean_key
+from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
+from rllm_sweeps.problems import ConfigIssue, did_you_mean, did_you_mean_key
 
 
 @dataclass(frozen=True)
@@ -167,12 +167,12 @@ def rllm_hint(key: str) -> str:
 def skyrl_refusal(override: Override) -> str:
     """SkyRL's own message for a native override it refuses (a removed setting), or ""."""
     from rllm_sweeps.config.native import skyrl_reading
-    from rllm_sweeps.config.spelling import NATIVE_ROOT, is_unknown_in_shared_section, moved_paths
+    from rllm_sweeps.config.spelling import is_unknown_in_shared_section, moved_paths
 
     key = override.key_or_group
-    if override.is_sweep_override() or not (key.startswith(NATIVE_ROOT) or is_unknown_in_shared_section(key)):
+    if override.is_sweep_override() or not (key.startswith(SKYRL_TRAIN_PREFIX) or is_unknown_in_shared_section(key)):
         return ""
-    rel = key.removeprefix(NATIVE_ROOT)
+    rel = key.removeprefix(SKYRL_TRAIN_PREFIX)
     for path in [rel, *moved_paths(rel)]:
         reading = skyrl_reading(path, override.value())
         if reading.kind == "refused":

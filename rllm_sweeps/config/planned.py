@@ -17,9 +17,14 @@ from collections.abc import Iterable, Mapping
 VALIDATED_ENV = "RLLM_SWEEPS_VALIDATED"
 
 
+def override_key(override: str) -> str:
+    """The key (or group) an override sets: `+trainer.lr=1e-4` -> `trainer.lr`, `~skyrl.jax` -> `skyrl.jax`."""
+    return override.partition("=")[0].lstrip("+~")
+
+
 def is_hydra_override(override: str) -> bool:
     """Hydra's own settings (hydra.run.dir=..., hydra/launcher=...): not part of the job's config."""
-    return override.lstrip("+~").startswith(("hydra.", "hydra/"))
+    return override_key(override).startswith(("hydra.", "hydra/"))
 
 
 def job_overrides(overrides: Iterable[str]) -> list[str]:

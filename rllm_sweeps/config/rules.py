@@ -12,11 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.advantages import ESTIMATORS as _ESTIMATOR_FUNCTIONS
 from rllm_sweeps.config.cross_rule import CrossRule
 from rllm_sweeps.config.engine_names import ENGINES, GPU_TRAINER
 from rllm_sweeps.config.gpu_trainer_rules import GPU_TRAINER_RULES
 from rllm_sweeps.keymap import LOSS_AGG_MODES, LR_SCHEDULES
-from rllm_sweeps.training.advantages import ESTIMATORS as _ESTIMATOR_FUNCTIONS
 
 Check = Callable[[Any], str | None]
 

@@ -20,9 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.config.engine_names import GPU_TRAINER, REFERENCE_ENGINES
-
-TRAIN = "skyrl.train."
-JAX = "skyrl.jax."
+from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
 
 
 class Kind(enum.Enum):
@@ -80,10 +78,10 @@ class Situation:
 
     @property
     def kl_in_reward(self) -> bool:
-        return bool(self.get(TRAIN + "trainer.algorithm.use_kl_in_reward"))
+        return bool(self.get(SKYRL_TRAIN_PREFIX + "trainer.algorithm.use_kl_in_reward"))
 
     def algorithm(self, leaf: str, default: Any = None) -> Any:
-        return self.get(TRAIN + "trainer.algorithm." + leaf, default)
+        return self.get(SKYRL_TRAIN_PREFIX + "trainer.algorithm." + leaf, default)
 
 
 Rule = Callable[[Situation, Any], Effect]
@@ -94,7 +92,7 @@ def loop_native_keys() -> frozenset[str]:
     """Native keys (full paths) the loop reads directly, besides the mapped ones."""
     from rllm_sweeps.training.settings import CONFIG_KEYS
 
-    return frozenset(k for k in CONFIG_KEYS.values() if k.startswith(TRAIN))
+    return frozenset(k for k in CONFIG_KEYS.values() if k.startswith(SKYRL_TRAIN_PREFIX))
 
 
 # Flat trainer settings read by name, where a name that SkyRL's backend code never mentions
@@ -116,7 +114,8 @@ def ppo_loop_only() -> frozenset[str]:
     names: set[str] = set()
     for path in (Path(spec.origin).parent / "backends").rglob("*.py"):
         names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text(errors="replace")))
-    from rllm_sweeps.config.native import leaves, skyrl_train_defaults
+    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.plain_tree import leaves
 
     return frozenset(
         p
@@ -275,7 +274,7 @@ def fully_async(s: Situation, value: Any) -> Effect:
 
 
 def fully_async_part(s: Situation, _value: Any) -> Effect:
-    if s.get(TRAIN + "trainer.fully_async.enabled"):
+    if s.get(SKYRL_TRAIN_PREFIX + "trainer.fully_async.enabled"):
         return READ  # refused through fully_async.enabled
     return unused("only used with trainer.fully_async.enabled=true, which is off")
 
@@ -379,7 +378,7 @@ def native_effect(rel: str, value: Any, s: Situation) -> Effect:
     for prefix, rule in PREFIXES.items():
         if rel.startswith(prefix):
             return rule(s, value)
-    if TRAIN + rel in loop_native_keys():
+    if SKYRL_TRAIN_PREFIX + rel in loop_native_keys():
         return READ  # the loop implements it on every engine (training/settings.py CONFIG_KEYS)
     if rel.startswith("environment."):
         return READ if s.get("data.train_files") is not None else refused(REPLACED)
@@ -475,12 +474,12 @@ def setting_effect(key: str, value: Any, plain: dict[str, Any]) -> Effect:
     s = Situation(plain)
     if key in BY_NATIVE:
         return READ  # a common key's twin: judged by the common key's rules (rules.py)
-    if key.startswith(JAX):
+    if key.startswith(SKYRL_JAX_PREFIX):
         return jax_setting(s, value)
     if key.startswith("rllm."):
         return rllm_effect(key, value, s)
-    if key.startswith(TRAIN):
-        return native_effect(key.removeprefix(TRAIN), value, s)
+    if key.startswith(SKYRL_TRAIN_PREFIX):
+        return native_effect(key.removeprefix(SKYRL_TRAIN_PREFIX), value, s)
     return READ
 
 

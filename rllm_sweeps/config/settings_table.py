@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.config.engine_names import ENGINES
-from rllm_sweeps.config.setting_effect import TRAIN, Kind, loop_native_keys, setting_effect
+from rllm_sweeps.config.setting_effect import Kind, loop_native_keys, setting_effect
+from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
 
 ENGINE_OVERRIDES = {
     "jax": ["skyrl.engine=jax"],
@@ -107,13 +108,14 @@ def test_of(key: str) -> str:
     if key in BY_NATIVE:
         return COMMON_TESTS.get(BY_NATIVE[key].common, "tests/test_config.py")
     if key in loop_native_keys():
-        return EARLIER_LOOP_TESTS.get(key.removeprefix(TRAIN), LOOP_TESTS)
+        return EARLIER_LOOP_TESTS.get(key.removeprefix(SKYRL_TRAIN_PREFIX), LOOP_TESTS)
     return "tests/test_setting_effect.py"
 
 
 def table() -> str:
     from rllm_sweeps.config.load import load_config
-    from rllm_sweeps.config.native import EXAMPLE_ADDED, leaves, skyrl_train_defaults
+    from rllm_sweeps.config.native import EXAMPLE_ADDED, skyrl_train_defaults
+    from rllm_sweeps.plain_tree import leaves
 
     defaults = dict(leaves(skyrl_train_defaults())) | EXAMPLE_ADDED
     plains = {}
@@ -128,7 +130,7 @@ def table() -> str:
         "|---|---|---|---|---|---|",
     ]
     for rel in setting_paths():
-        key = TRAIN + rel
+        key = SKYRL_TRAIN_PREFIX + rel
         cells = [cell(key, plains[e], defaults.get(rel)) for e in ENGINES]
         whys = list(dict.fromkeys(why for _, why in cells if why))
         lines.append(f"| `{rel}` | " + " | ".join(c for c, _ in cells) + f" | {'; '.join(whys)} | `{test_of(key)}` |")

@@ -25,9 +25,10 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
+
 RLLM_PREFIX = "rllm."
 RLLM_GROUPS = {"rllm/backend": "backend"}  # rLLM's config groups -> ours
-NATIVE_ROOT = "skyrl.train."
 # Top-level sections of SkyRL's tree (SkyRLTrainConfig's fields); the first two have no common
 # keys, so any key there is SkyRL's.
 SKYRL_ONLY_SECTIONS = ("generator", "environment")
@@ -73,7 +74,7 @@ def canonical_key(key: str) -> str:
         return rest if rest in common_paths() or rest.startswith("task.") else key
     root = key.split(".", 1)[0]
     if root in SKYRL_ONLY_SECTIONS or (root in SKYRL_SECTIONS and key not in common_paths() and key in native_paths()):
-        return NATIVE_ROOT + key
+        return SKYRL_TRAIN_PREFIX + key
     return key
 
 
@@ -89,11 +90,11 @@ def canonical_overrides(overrides: Iterable[str], notify: Callable[[str], None] 
     for override in overrides:
         line = canonical_override(override)
         key = line.partition("=")[0]
-        if "=" in line and key.startswith(NATIVE_ROOT) and not _exists(key):
+        if "=" in line and key.startswith(SKYRL_TRAIN_PREFIX) and not _exists(key):
             replaced = _as_skyrl_reads_it(line, override, notify)
         elif "=" in line and is_unknown_in_shared_section(key):
             # trainer.X / data.X that neither tree has: SkyRL's if SkyRL's override handling knows it
-            replaced = _as_skyrl_reads_it(NATIVE_ROOT + line, override, notify)
+            replaced = _as_skyrl_reads_it(SKYRL_TRAIN_PREFIX + line, override, notify)
         else:
             replaced = None
         out += [line] if replaced is None else replaced
@@ -107,7 +108,7 @@ def is_unknown_in_shared_section(key: str) -> bool:
         root in SKYRL_SECTIONS
         and root not in SKYRL_ONLY_SECTIONS
         and not _exists(key)
-        and not _exists(NATIVE_ROOT + key)
+        and not _exists(SKYRL_TRAIN_PREFIX + key)
     )
 
 
@@ -133,13 +134,13 @@ def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | No
         return None  # Hydra reports the syntax
     if parsed.is_sweep_override() or parsed.is_delete():
         return None
-    rel = parsed.key_or_group[len(NATIVE_ROOT) :]
+    rel = parsed.key_or_group[len(SKYRL_TRAIN_PREFIX) :]
     value = parsed.value()
     typed_key = typed.partition("=")[0]
     for path in moved_paths(rel):
         if path in native_paths():
-            _say(notify, f"note: SkyRL 0.4 moved {typed_key} to {path}; using {NATIVE_ROOT}{path}")
-            return [f"{NATIVE_ROOT}{path}={line.partition('=')[2]}"]
+            _say(notify, f"note: SkyRL 0.4 moved {typed_key} to {path}; using {SKYRL_TRAIN_PREFIX}{path}")
+            return [f"{SKYRL_TRAIN_PREFIX}{path}={line.partition('=')[2]}"]
     for path in [rel, *moved_paths(rel)]:
         reading = skyrl_reading(path, value)
         if reading.kind != "accepted":
@@ -147,7 +148,7 @@ def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | No
         if not reading.changed:
             _say(notify, f"note: SkyRL 0.4 accepts {typed_key}={value!r}, which changes nothing in its config: removed")
             return []
-        lines = [f"{NATIVE_ROOT}{k}={_literal(v)}" for k, v in reading.changed.items()]
+        lines = [f"{SKYRL_TRAIN_PREFIX}{k}={_literal(v)}" for k, v in reading.changed.items()]
         _say(notify, f"note: SkyRL 0.4 reads {typed_key} as {', '.join(lines)}")
         return lines
     return None
@@ -191,14 +192,14 @@ def canonical_override(override: str) -> str:
 
 def _is_leaf(key: str) -> bool:
     """A setting (not a config group such as sweep or task, nor a section) either tree has."""
-    paths = native_paths() if key.startswith(NATIVE_ROOT) else common_paths()
-    rel = key.removeprefix(NATIVE_ROOT)
+    paths = native_paths() if key.startswith(SKYRL_TRAIN_PREFIX) else common_paths()
+    rel = key.removeprefix(SKYRL_TRAIN_PREFIX)
     return rel in paths and not any(p.startswith(rel + ".") for p in paths) and "." in rel
 
 
 def _exists(key: str) -> bool:
-    if key.startswith(NATIVE_ROOT):
-        return key[len(NATIVE_ROOT) :] in native_paths()
+    if key.startswith(SKYRL_TRAIN_PREFIX):
+        return key[len(SKYRL_TRAIN_PREFIX) :] in native_paths()
     return key in common_paths()
 
 
@@ -207,7 +208,7 @@ def _dual_path_spelling(key: str, override: str) -> str:
     from rllm_sweeps.config.rules import RULES
     from rllm_sweeps.keymap import BY_NATIVE
 
-    mapping = BY_NATIVE.get(NATIVE_ROOT + key)
+    mapping = BY_NATIVE.get(SKYRL_TRAIN_PREFIX + key)
     if mapping is None or mapping.common != key or key not in RULES:
         return key
     try:
@@ -220,7 +221,7 @@ def _dual_path_spelling(key: str, override: str) -> str:
         if RULES[key](value) is None:
             return key  # our spelling
         if RULES[key](mapping.common_value(value)) is None:
-            return NATIVE_ROOT + key  # SkyRL's spelling: reconciliation translates it
+            return SKYRL_TRAIN_PREFIX + key  # SkyRL's spelling: reconciliation translates it
     except Exception:
         pass  # not parseable, or not translatable: validation reports it under our name
     return key

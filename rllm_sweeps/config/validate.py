@@ -22,10 +22,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.rules import CROSS_RULES, LOGGERS, RULES, CrossRule
 from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_NODE, SKYRL_TRAIN, SKYRL_TRAIN_PREFIX
+from rllm_sweeps.plain_tree import plain_get_or_none
+from rllm_sweeps.problems import ConfigError, ConfigIssue
 
 # Enums SkyRL 0.4.0 lets through validate_cfg and only trips over at run time
 # (the trainer strategy is skyrl.engine's native name: rules.py checks it there).
@@ -34,16 +36,6 @@ NATIVE_ENUMS: dict[str, tuple[str, ...]] = {
     "generator.inference_engine.backend": ("vllm",),
     "trainer.algorithm.kl_estimator_type": ("k1", "k2", "k3", "abs"),
 }
-NATIVE_PREFIX = "skyrl.train."
-
-
-def _get(tree: dict[str, Any], key: str) -> Any:
-    node: Any = tree
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def validate(cfg: DictConfig, explicit: Iterable[str] = ()) -> list[ConfigIssue]:
@@ -63,14 +55,14 @@ def _validate_plain(plain: dict[str, Any], explicit: Iterable[str] = ()) -> list
     from rllm_sweeps.config.data_files import data_file_issues
     from rllm_sweeps.config.engine_settings import engine_issues
     from rllm_sweeps.data.check import data_issues
-    from rllm_sweeps.workflows.base import workflow_problems
+    from rllm_sweeps.data.task import workflow_problems
 
     issues = check_common(plain)
     issues += data_file_issues(plain)
     issues += [ConfigIssue(key, message) for key, message in workflow_problems(plain)]
     issues += engine_issues(plain, explicit)
     issues += data_issues(plain)
-    skyrl = plain.get("skyrl") or {}
+    skyrl = plain.get(SKYRL_NODE) or {}
     if "train" in skyrl:
         # A bad common key already shows up through its interpolated native keys: say it once.
         bad_common = {i.key for i in issues}
@@ -90,7 +82,7 @@ def check_common(plain: dict[str, Any]) -> list[ConfigIssue]:
 
 def rule_issue(plain: dict[str, Any], key: str) -> ConfigIssue | None:
     """The problem of common key `key` (a key of RULES) in `plain`, if any."""
-    value = _get(plain, key)
+    value = plain_get_or_none(plain, key)
     if problem := RULES[key](value):
         return ConfigIssue(key, f"{key}={value!r} is invalid: expected {problem}")
     return None
@@ -98,9 +90,10 @@ def rule_issue(plain: dict[str, Any], key: str) -> ConfigIssue | None:
 
 def cross_rule_issue(rule: CrossRule, plain: dict[str, Any], bad: set[str]) -> ConfigIssue | None:
     """The problem of a rule over several keys, if any; none when one of them is `bad` already."""
-    if bad.isdisjoint(rule.keys) and not rule.holds(*(_get(plain, k) for k in rule.keys)):
-        values = ", ".join(f"{k}={_get(plain, k)!r}" for k in rule.keys)
-        return ConfigIssue(rule.keys[0], f"{rule.describe(*(_get(plain, k) for k in rule.keys))} (got {values})")
+    if bad.isdisjoint(rule.keys) and not rule.holds(*(plain_get_or_none(plain, k) for k in rule.keys)):
+        values = ", ".join(f"{k}={plain_get_or_none(plain, k)!r}" for k in rule.keys)
+        described = rule.describe(*(plain_get_or_none(plain, k) for k in rule.keys))
+        return ConfigIssue(rule.keys[0], f"{described} (got {values})")
     return None
 
 
@@ -110,12 +103,12 @@ def check_native_train(
     """`enums`: the NATIVE_ENUMS keys to check (None: all of them)."""
     from skyrl.train.config import SkyRLTrainConfig
 
-    issues = [ConfigIssue(NATIVE_PREFIX + k, m) for k, m in _type_problems(SkyRLTrainConfig, train, "")]
+    issues = [ConfigIssue(SKYRL_TRAIN_PREFIX + k, m) for k, m in _type_problems(SkyRLTrainConfig, train, "")]
     for key in NATIVE_ENUMS if enums is None else enums:
         allowed = NATIVE_ENUMS[key]
-        value = _get(train, key)
+        value = plain_get_or_none(train, key)
         if value not in allowed:
-            full = NATIVE_PREFIX + key
+            full = SKYRL_TRAIN_PREFIX + key
             issues.append(ConfigIssue(full, f"{full}={value!r} is invalid: expected one of {', '.join(allowed)}"))
     if issues or not run_skyrl:
         return issues  # SkyRL's own checks assume well-typed input
@@ -153,7 +146,7 @@ def skyrl_validate_cfg(train: dict[str, Any], engine: str | None) -> list[Config
         text = str(err) or failed_check(err)
         if "WANDB_API_KEY" in text and not os.environ.get("WANDB_API_KEY"):
             text += " (or use trainer.logger=[console] / tensorboard)"
-        return [ConfigIssue(NATIVE_PREFIX.rstrip("."), f"SkyRL rejects skyrl.train: {text}")]
+        return [ConfigIssue(SKYRL_TRAIN, f"SkyRL rejects skyrl.train: {text}")]
     return []
 
 
@@ -182,8 +175,8 @@ def check_jax(jax_settings: dict[str, Any]) -> list[ConfigIssue]:
     except ValidationError as err:
         return [
             ConfigIssue(
-                "skyrl.jax." + ".".join(map(str, e["loc"])),
-                f"skyrl.jax.{'.'.join(map(str, e['loc']))}={e.get('input')!r} is invalid: {e['msg']}",
+                SKYRL_JAX_PREFIX + ".".join(map(str, e["loc"])),
+                f"{SKYRL_JAX_PREFIX}{'.'.join(map(str, e['loc']))}={e.get('input')!r} is invalid: {e['msg']}",
             )
             for e in err.errors()
         ]
@@ -218,7 +211,7 @@ def _value_problems(hint: Any, value: Any, key: str) -> list[tuple[str, str]]:
         return _type_problems(hint, value, key + ".")
     if _matches(hint, value):
         return []
-    return [(key, f"{NATIVE_PREFIX}{key}={value!r} is invalid: expected {_describe(hint)}")]
+    return [(key, f"{SKYRL_TRAIN_PREFIX}{key}={value!r} is invalid: expected {_describe(hint)}")]
 
 
 def _is_dataclass(hint: Any) -> bool:

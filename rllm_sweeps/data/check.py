@@ -9,19 +9,20 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.data.environments import env_problem
 from rllm_sweeps.data.files import DataFile, DataFileError, EmptyFileError
 from rllm_sweeps.data.formats import ENV_CLASS, FormatError
 from rllm_sweeps.data.settings import DataSettings
 from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
+from rllm_sweeps.problems import ConfigIssue
 
 TRAIN, VAL, ENV, LENGTH = "data.train_files", "data.val_files", "environment.env_class", "data.max_prompt_length"
 
 
 def _native(common: str) -> str:
     """SkyRL's name of a common key (the key map's), relative to its tree."""
-    return next(m.native for m in KEY_MAPPINGS if m.common == common).removeprefix("skyrl.train.")
+    return next(m.native for m in KEY_MAPPINGS if m.common == common).removeprefix(SKYRL_TRAIN_PREFIX)
 
 
 _checked: dict[tuple[Any, ...], list[ConfigIssue]] = {}

@@ -7,16 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rllm_sweeps.plain_tree import plain_get_or_none
+
 # SkyRL's own default environment (EnvironmentConfig.env_class), for a config without SkyRL's tree.
 DEFAULT_ENV = "gsm8k"
-
-
-def _get(tree: Any, path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(tree, Mapping) or part not in tree:
-            return None
-        tree = tree[part]
-    return tree
 
 
 def as_paths(value: Any) -> tuple[str, ...]:
@@ -47,22 +41,22 @@ class DataSettings:
     @classmethod
     def from_plain(cls, plain: Mapping[str, Any]) -> DataSettings | None:
         """The settings of a resolved plain config; None when the job trains on its task (no data.train_files)."""
-        train = _get(plain, "data.train_files")
+        train = plain_get_or_none(plain, "data.train_files")
         if train is None:
             return None
-        environment = _get(plain, "skyrl.train.environment") or {}
+        environment = plain_get_or_none(plain, "skyrl.train.environment") or {}
         return cls(
             train_files=as_paths(train),
-            val_files=as_paths(_get(plain, "data.val_files")),
+            val_files=as_paths(plain_get_or_none(plain, "data.val_files")),
             env_class=str(environment.get("env_class") or DEFAULT_ENV),
             env_configs_json=json.dumps(environment.get("skyrl_gym") or {}, sort_keys=True, default=str),
-            max_prompt_length=int(_get(plain, "data.max_prompt_length")),
-            model_path=str(_get(plain, "model.path")),
+            max_prompt_length=int(plain_get_or_none(plain, "data.max_prompt_length")),
+            model_path=str(plain_get_or_none(plain, "model.path")),
         )
 
 
 def data_by_path(plain: Mapping[str, Any]) -> bool:
-    return _get(plain, "data.train_files") is not None
+    return plain_get_or_none(plain, "data.train_files") is not None
 
 
 __all__ = ["DEFAULT_ENV", "DataSettings", "as_paths", "data_by_path"]

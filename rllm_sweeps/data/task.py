@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,4 +61,15 @@ def job_workflow(workflow: dict[str, Any] | None, plain: dict[str, Any]) -> dict
     }
 
 
-__all__ = ["files_task", "job_task", "job_workflow"]
+def workflow_problems(plain: Mapping) -> list[tuple[str, str]]:
+    """(key, message) of each problem of a plain config's ``workflow`` group (validation)."""
+    from rllm_sweeps.workflows.base import WorkflowConfigError, read_workflow
+
+    try:
+        read_workflow(job_workflow(plain.get("workflow"), dict(plain)))
+    except WorkflowConfigError as err:
+        return err.problems
+    return []
+
+
+__all__ = ["files_task", "job_task", "job_workflow", "workflow_problems"]

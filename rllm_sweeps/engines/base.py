@@ -20,8 +20,9 @@ from omegaconf import DictConfig
 
 from rllm_sweeps.config.engine_settings import NOT_READ
 from rllm_sweeps.config.gpu_trainer_rules import node_gpus
-from rllm_sweeps.config.setting_effect import JAX, TRAIN, loop_native_keys
+from rllm_sweeps.config.setting_effect import loop_native_keys
 from rllm_sweeps.keymap import BY_NATIVE
+from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
 from rllm_sweeps.training.engine_traits import EngineTraits
 
 
@@ -59,13 +60,13 @@ class Engine:
 
     def reads(self, key: str) -> bool:
         """Whether this engine reads `key` (a common key, or a native key by its full path)."""
-        if key.startswith(JAX):
+        if key.startswith(SKYRL_JAX_PREFIX):
             return self.reads_jax_settings()
-        if key.startswith(TRAIN):
+        if key.startswith(SKYRL_TRAIN_PREFIX):
             mapping = BY_NATIVE.get(key)
             if mapping is not None:
                 return self.reads(mapping.common)  # the loop reads it through its common key
-            return key in loop_native_keys() or self.reads_train_setting(key.removeprefix(TRAIN))
+            return key in loop_native_keys() or self.reads_train_setting(key.removeprefix(SKYRL_TRAIN_PREFIX))
         return key not in NOT_READ or not NOT_READ[key].refuses(self.selected_by())
 
     def reads_jax_settings(self) -> bool:

@@ -37,14 +37,15 @@ from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.config.native import leaves, skyrl_own, skyrl_train_defaults
+from rllm_sweeps.config.native import skyrl_own, skyrl_train_defaults
 from rllm_sweeps.config.setting_effect import ppo_loop_only
 from rllm_sweeps.engines.base import BuiltBackend, Engine, EngineUnavailable
 from rllm_sweeps.keymap import KEY_MAPPINGS
+from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
+from rllm_sweeps.plain_tree import leaves
 from rllm_sweeps.records.layout import JOB_OWNED_PATHS, JobPaths
 from rllm_sweeps.training.engine_traits import EngineTraits
 
-TRAIN_ROOT = "skyrl.train."
 # Where SkyRL's Tinker-mode backend reads its tree (read in skyrl/backends/ of SkyRL 0.4.0): the
 # trainer's workers take trainer.*, the vLLM servers generator.inference_engine.*. Whether a set
 # setting changes what runs in a given configuration is config/setting_effect.py's to say.
@@ -112,8 +113,8 @@ def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike, job_di
     changed |= {path.rpartition(".")[0] for path in tree if path not in defaults}
     overrides = {path: value for path, value in tree.items() if path.rpartition(".")[0] in changed}
     for mapping in KEY_MAPPINGS:
-        if mapping.common == "model.path" and mapping.native.startswith(TRAIN_ROOT):
-            overrides[mapping.native.removeprefix(TRAIN_ROOT)] = str(model_dir)
+        if mapping.common == "model.path" and mapping.native.startswith(SKYRL_TRAIN_PREFIX):
+            overrides[mapping.native.removeprefix(SKYRL_TRAIN_PREFIX)] = str(model_dir)
     return overrides
 
 

@@ -4,7 +4,7 @@
      "spec": {...the sweep's spec in sweep-file syntax (plan.json's)...}}
 
 The sweeper writes it before the trial's first launch; the job reads it at its start and acts at
-each interval (training/pbt_member.py). A job without one is a plain job (a rerun of a trial is
+each interval (sweep/pbt_member.py). A job without one is a plain job (a rerun of a trial is
 one: its schedule replays what the trial trained).
 """
 

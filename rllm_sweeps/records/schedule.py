@@ -13,11 +13,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rllm_sweeps.records.atomic import write_text_atomic
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.training.settings import LoopSettings
+
+Settings = TypeVar("Settings")  # the loop's settings (training/settings.py LoopSettings), a dataclass
 
 # LoopSettings fields read afresh at every step (the optimizer's lr is set per step, the others
 # are read by the loss and the sampler): the ones a schedule may change.
@@ -67,7 +68,8 @@ class Schedule:
                 out.update(segment.settings)
         return out
 
-    def apply(self, loop: LoopSettings, step: int) -> LoopSettings:
+    def apply(self, loop: Settings, step: int) -> Settings:
+        """`loop` (the job's LoopSettings) with the settings in force at `step`."""
         return dataclasses.replace(loop, **self.settings_at(step))
 
     @property

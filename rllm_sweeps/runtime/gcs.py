@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rllm_sweeps.runtime.errors import RayClusterError
+from rllm_sweeps.runtime.ray_private import gcs_client
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,12 +45,8 @@ def tcp_reachable(address: str, timeout: float = 0.5) -> bool:
 
 
 def _alive_nodes(address: str, rpc_timeout: float) -> list[NodeInfo]:
-    # Private API (the one `ray.nodes()` / `ray symmetric-run` build on); it
-    # does not make this process a Ray driver, so SkyRL's later ray.init()
-    # still works here.  Pinned: ray==2.57.0.
-    from ray._raylet import GcsClient
-
-    client = GcsClient(address=address)
+    # Ray's private GcsClient (runtime/ray_private.py says why): not a driver, so SkyRL's ray.init() still works.
+    client = gcs_client(address)
     infos = client.get_all_node_info(timeout=rpc_timeout)
     out = []
     for info in infos.values():

@@ -10,7 +10,7 @@
 :func:`this_process_env` applies such variables to the running process (the job's driver: its
 GCS queries, SkyRL's ``ray.init``) and restores them after. Ray reads ``RAY_AUTH_MODE`` into its
 C++ config once, when ``ray`` is imported, and caches the token it loaded; both are reloaded
-here, as Ray's own tests do (``ray/_private/authentication_test_utils.py``). The single-machine
+here (through ray_private.py, Ray's private API's one home), as Ray's own tests do. The single-machine
 switch is a Python constant read at import (``ray_constants.ENABLE_RAY_CLUSTER``, looked up as a
 module attribute where used): it is read again the same way. So a process that imported Ray
 before (a job forked from the fork server or the warm server, a test) follows the new values.
@@ -21,8 +21,9 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
-import sys
 from collections.abc import Iterable, Iterator, Mapping
+
+from rllm_sweeps.runtime.ray_private import reload_ray_config
 
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
@@ -44,7 +45,7 @@ def this_process_env(values: Mapping[str, str], drop: Iterable[str] = ()) -> Ite
     for name in drop:
         os.environ.pop(name, None)
     os.environ.update(values)
-    _reload_ray_config()
+    reload_ray_config(LOOPBACK_ENV)  # Ray's private API: ray_private.py
     try:
         yield
     finally:
@@ -53,15 +54,4 @@ def this_process_env(values: Mapping[str, str], drop: Iterable[str] = ()) -> Ite
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        _reload_ray_config()
-
-
-def _reload_ray_config() -> None:
-    # Modules not imported yet read the environment when they are.
-    raylet = sys.modules.get("ray._raylet")
-    if raylet is not None:
-        raylet.AuthenticationTokenLoader.instance().reset_cache()
-        raylet.Config.initialize("")
-    constants = sys.modules.get("ray._private.ray_constants")
-    if constants is not None:  # the same expression as in ray_constants.py
-        constants.ENABLE_RAY_CLUSTER = constants.env_bool(LOOPBACK_ENV, not constants.IS_WINDOWS_OR_OSX)
+        reload_ray_config(LOOPBACK_ENV)  # Ray's private API: ray_private.py

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.sweep.block_settings import block_settings, is_int
-
-FIELDS = ("top", "seeds")
+from rllm_sweeps.sweep.node import node_fields
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ class ConfirmSpec:
 
 def parse_confirm_settings(block: Any, where: str, parts: Mapping[str, tuple[Any, str]], problem: Any) -> ConfirmSpec:
     """The `confirm:` block with the command line's `sweep.confirm.KEY` settings on top."""
-    raw = block_settings(block, where, parts, FIELDS, "confirm", problem)
+    raw = block_settings(block, where, parts, node_fields("confirm"), "confirm", problem)
     d = ConfirmSpec()
     top, at = raw.get("top", (d.top, f"{where}.top"))
     if not is_int(top) or top < 1:

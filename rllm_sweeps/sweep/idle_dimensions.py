@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rllm_sweeps.config.issues import ConfigIssue
-from rllm_sweeps.config.plain_tree import plain_get_or_none
+from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
+from rllm_sweeps.plain_tree import plain_get_or_none
+from rllm_sweeps.problems import ConfigIssue
 from rllm_sweeps.sweep.param import Param
 
 
@@ -18,7 +19,7 @@ class IdleDimensions:
 
         self.why: dict[str, tuple[str, str]] = {}  # canonical key -> (where it was given, why, once seen)
         self.watched = {canonical_key(p.key): p.source for p in parameters if p.is_swept and not p.is_group}
-        self.watched = {k: s for k, s in self.watched.items() if k.startswith(("skyrl.train.", "skyrl.jax."))}
+        self.watched = {k: s for k, s in self.watched.items() if k.startswith((SKYRL_TRAIN_PREFIX, SKYRL_JAX_PREFIX))}
 
     def observe(self, plain: dict[str, Any]) -> None:
         """One valid job's resolved config."""

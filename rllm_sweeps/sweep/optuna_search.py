@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.config.issues import ConfigIssue
+from rllm_sweeps.problems import ConfigIssue
 from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.records.plan import PlannedJob, Totals
 from rllm_sweeps.records.result import JobResult

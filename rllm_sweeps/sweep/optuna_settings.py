@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rllm_sweeps.problems import Problem, did_you_mean
+from rllm_sweeps.sweep.node import node_fields
 
 Check = Callable[[Any], str | None]  # None when the value is fine, else what it should be
 
@@ -176,7 +177,6 @@ _ALIASES = {
 }
 DEFAULT_SAMPLER = "tpe"
 DEFAULT_PRUNER = "median"  # Optuna's default; `none` when there are several objectives
-FIELDS = ("sampler", "sampler_options", "pruner", "pruner_options", "storage", "study_name")
 RDB_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
 
 
@@ -227,10 +227,11 @@ def parse_optuna_settings(
 ) -> OptunaSettings:
     """The `optuna:` block (`block`, from `where`) with the command line's `sweep.optuna.KEY`
     settings (`parts`: KEY -> (value, where)) on top. Every problem goes to `problem(where, message)`."""
+    fields = node_fields("optuna")  # conf/config.yaml's sweep.optuna
     if block is None:
         block = {}
     if not isinstance(block, Mapping):
-        problem(where, f"optuna is a mapping of {', '.join(FIELDS)}; got {block!r}")
+        problem(where, f"optuna is a mapping of {', '.join(fields)}; got {block!r}")
         block = {}
     raw: dict[str, tuple[Any, str]] = {str(k): (v, f"{where}.{k}") for k, v in block.items()}
     for what in ("sampler", "pruner"):
@@ -251,9 +252,9 @@ def parse_optuna_settings(
         else:
             raw[key] = (value, at)
     for key, (_, at) in raw.items():
-        if key not in FIELDS:
+        if key not in fields:
             problem(
-                at, f"unknown optuna setting '{key}'{did_you_mean(key, FIELDS, n=1)} (settings: {', '.join(FIELDS)})"
+                at, f"unknown optuna setting '{key}'{did_you_mean(key, fields, n=1)} (settings: {', '.join(fields)})"
             )
 
     def get(key: str) -> tuple[Any, str]:
@@ -384,7 +385,6 @@ def make_sampler(settings: OptunaSettings, seed: int | None, grid: Mapping[str, 
 __all__ = [
     "DEFAULT_PRUNER",
     "DEFAULT_SAMPLER",
-    "FIELDS",
     "PRUNERS",
     "SAMPLERS",
     "OptunaSettings",

@@ -24,10 +24,9 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
-from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.paths import is_sweep_file_path
 from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
-from rllm_sweeps.problems import Problems, did_you_mean
+from rllm_sweeps.problems import ConfigIssue, Problems, did_you_mean
 from rllm_sweeps.sweep.param import Param
 from rllm_sweeps.sweep.parse_file import SEED_KEY, SpecParser
 from rllm_sweeps.sweep.pbt_settings import pbt_base_overrides

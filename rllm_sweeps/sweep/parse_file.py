@@ -26,6 +26,7 @@ from rllm_sweeps.records.metrics import EPISODE_METRICS, VALIDATION_METRICS, can
 from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.sweep.confirm_settings import parse_confirm_settings
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
+from rllm_sweeps.sweep.node import node_fields
 from rllm_sweeps.sweep.optuna_settings import parse_optuna_settings
 from rllm_sweeps.sweep.param import Param
 from rllm_sweeps.sweep.parse_param import ParamParser, is_integer
@@ -35,24 +36,6 @@ from rllm_sweeps.sweep.wandb_fields import translate_wandb_fields
 METHODS = ("grid", "random", "optuna", "pbt")
 GOALS = ("maximize", "minimize")
 SEED_KEY = "trainer.seed"
-_SPEC_FIELDS = (
-    "method",
-    "metric",
-    "parameters",
-    "zip",
-    "seeds",
-    "seed_key",
-    "constraints",
-    "budget",
-    "run_cap",
-    "parallel",
-    "seed",
-    "name",
-    "description",
-    "optuna",
-    "pbt",
-    "confirm",
-)
 
 SpecT = TypeVar("SpecT")
 
@@ -94,9 +77,10 @@ class SpecParser:
                 confirm_parts[key[len("confirm.") :]] = (value, where)
             else:
                 raw[key] = (value, where)
+        fields = node_fields()  # conf/config.yaml's sweep node
         for key, (_, where) in raw.items():
-            if key not in _SPEC_FIELDS:
-                self.problem(where, f"unknown sweep setting '{key}'{did_you_mean(key, _SPEC_FIELDS)}")
+            if key not in fields:
+                self.problem(where, f"unknown sweep setting '{key}'{did_you_mean(key, fields)}")
 
         def get(key: str, default: Any = None) -> tuple[Any, str]:
             # null means "not set" (conf/config.yaml declares every setting as null)

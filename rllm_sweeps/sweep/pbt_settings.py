@@ -25,11 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rllm_sweeps.config.planned import override_key
 from rllm_sweeps.problems import did_you_mean
 from rllm_sweeps.sweep.block_settings import block_settings, is_int
+from rllm_sweeps.sweep.node import node_fields
 from rllm_sweeps.sweep.param import Param
-
-FIELDS = ("population", "interval", "quantile", "factors", "resample_probability", "mutate")
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def parse_pbt_settings(
 ) -> PbtSpec:
     """The `pbt:` block with the command line's `sweep.pbt.KEY` settings (`parts`) on top, checked
     against the sweep's parameters. Every problem goes to `problem(where, message)`."""
-    raw = block_settings(block, where, parts, FIELDS, "pbt", problem)
+    raw = block_settings(block, where, parts, node_fields("pbt"), "pbt", problem)
     d = PbtSpec()
 
     def get(key: str, default: Any) -> tuple[Any, str]:
@@ -135,7 +135,7 @@ def parse_pbt_settings(
 def pbt_base_overrides(spec: PbtSpec, base: Sequence[str]) -> tuple[list[str], list[str]]:
     """The overrides every trial gets: a validation and a checkpoint at each interval (the score a
     trial reports, the checkpoint others copy), unless set; (overrides, notes)."""
-    keys = {o.split("=", 1)[0].lstrip("+~") for o in base}
+    keys = {override_key(o) for o in base}
     added = [f"{k}={spec.interval}" for k in ("trainer.test_freq", "trainer.save_freq") if k not in keys]
     notes = [f"pbt: every trial gets {' '.join(added)} (its score and checkpoint at each interval)"] if added else []
     return [*base, *added], notes

@@ -2,7 +2,7 @@
 
 The sweeper only launches the trials (as a plan's jobs: sweep/runner.py) and gives each its
 membership and first schedule; the trials decide among themselves, at each interval, through the
-board (training/pbt_member.py). So a sweeper crash costs no step: a rerun launches the trials
+board (sweep/pbt_member.py). So a sweeper crash costs no step: a rerun launches the trials
 that are not completed again, and each resumes from its own last checkpoint with the schedule
 that checkpoint continues.
 """

@@ -21,6 +21,7 @@ from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.records.plan import PlannedJob, PlanRecord, Totals
 from rllm_sweeps.sweep.spec import SweepSpec
 from rllm_sweeps.sweep.spool import JobSpool
+from rllm_sweeps.sweeper_settings import SweeperSettings
 
 
 def resource_hours(resources: Iterable[dict[str, Any]]) -> tuple[float, float]:
@@ -87,7 +88,7 @@ class Plan:
             f.write("\n  ]\n}\n")
         return path
 
-    def render(self, rows: int = 20, parallel: int | None = None) -> str:
+    def render(self, rows: int = SweeperSettings.rows, parallel: int | None = None) -> str:
         """The dry-run view: what runs, what it costs, the first `rows` jobs. `parallel`: the jobs
         in flight the run will use when it is not the spec's (hydra.sweeper.parallel)."""
         return render_plan(self, rows, parallel)
@@ -105,7 +106,7 @@ def _short(value: float) -> str:
     return f"{value:,.1f}" if value < 1e6 else f"{value:.3g}"
 
 
-def render_plan(plan: Plan, rows: int = 20, parallel: int | None = None) -> str:
+def render_plan(plan: Plan, rows: int = SweeperSettings.rows, parallel: int | None = None) -> str:
     spec, t = plan.spec, plan.totals
     lines = []
     head = f"Sweep {spec.name or spec.source}: method {spec.method}"

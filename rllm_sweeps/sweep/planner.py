@@ -26,13 +26,12 @@ from typing import Any
 
 from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.gpu_trainer_rules import node_gpus
-from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.job_composer import JobComposer, JobConfig
 from rllm_sweeps.config.memory_need import job_memory_estimate
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.overrides import unread_added_key
-from rllm_sweeps.config.plain_tree import plain_get, plain_get_or_none
-from rllm_sweeps.problems import did_you_mean_key
+from rllm_sweeps.plain_tree import plain_get, plain_get_or_none
+from rllm_sweeps.problems import ConfigError, ConfigIssue, did_you_mean_key
 from rllm_sweeps.records.plan import PlannedJob, Totals
 from rllm_sweeps.sweep.idle_dimensions import IdleDimensions
 from rllm_sweeps.sweep.job_hashes import job_hashes
@@ -43,11 +42,9 @@ from rllm_sweeps.sweep.point_scan import PointScanner, Scan
 from rllm_sweeps.sweep.space import Point
 from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec
 from rllm_sweeps.sweep.spool import JobSpool
+from rllm_sweeps.sweeper_settings import MAX_JOBS
 
 _MAX_BAD_JOBS_SHOWN = 50  # invalid jobs whose problems are listed (all are counted)
-# A run composes and validates every job before it launches any (about 0.2 ms a job, and each job
-# is a training run): larger grids are refused with how to sample them instead.
-MAX_JOBS = 100_000
 PROGRESS_EVERY_S = 2.0
 
 Progress = Callable[[int, int, float], None]  # (jobs planned, jobs in all (at most), seconds so far)

@@ -17,9 +17,9 @@ from typing import Any
 
 from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.gpu_trainer_rules import NODE_GPUS_KEYS, node_gpus_of
-from rllm_sweeps.config.issues import ConfigError, ConfigIssue
 from rllm_sweeps.config.job_composer import JobComposer, Setting
-from rllm_sweeps.config.plain_tree import plain_get, related, value_is_plain
+from rllm_sweeps.plain_tree import plain_get, related, value_is_plain
+from rllm_sweeps.problems import ConfigError, ConfigIssue
 from rllm_sweeps.sweep.constraints import ConstraintEvalError
 from rllm_sweeps.sweep.plan import resource_hours
 from rllm_sweeps.sweep.space import Point, SearchSpace

@@ -16,64 +16,57 @@ import hashlib
 import json
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
 from launchers.base import Launcher
-from rllm_sweeps.config.issues import ConfigError
 from rllm_sweeps.config.planned import job_overrides
+from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import MANIFEST_FILE
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.sweep.memory_check import memory_lines
 from rllm_sweeps.sweep.plan import Plan
-from rllm_sweeps.sweep.planner import MAX_JOBS, plan_sweep
+from rllm_sweeps.sweep.planner import plan_sweep
 from rllm_sweeps.sweep.runner import JobSource, StaticSource, SweepRunner
 from rllm_sweeps.sweep.sweeper_lock import SweeperBusy, hold_sweep_dir
+from rllm_sweeps.sweeper_settings import SweeperSettings
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
-@dataclass(frozen=True)
-class SweepOptions:
-    dry_run: bool = False
-    parallel: int | None = None
-    params: dict[str, str] = field(default_factory=dict)
-    rows: int = 20
-    max_retries: int = 2  # per job, after an infrastructure failure
-    progress_every_s: float = 10.0
-    sweep_file: str | None = None  # a sweep file by path (hydra.sweeper.sweep_file)
-    max_jobs: int = MAX_JOBS  # a run of more jobs is refused (hydra.sweeper.max_jobs)
-
-
-def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions, config_loader: Any = None) -> None:
+def run_sweep(
+    arguments: list[str], hydra_cfg: DictConfig, settings: SweeperSettings, config_loader: Any = None
+) -> None:
     """The sweeper's body (Hydra multirun): plan, then launch; exits non-zero on failures."""
-    if options.parallel is not None and options.parallel < 1:  # 0 is an error, not unset; dry runs check it too
-        print(f"error: hydra.sweeper.parallel={options.parallel} is invalid: expected an integer >= 1", file=sys.stderr)
+    if settings.parallel is not None and settings.parallel < 1:  # 0 is an error, not unset; dry runs check it too
+        print(
+            f"error: hydra.sweeper.parallel={settings.parallel} is invalid: expected an integer >= 1", file=sys.stderr
+        )
         raise SystemExit(2)
-    plan_args = {"params": options.params, "config_loader": config_loader, "sweep_file": options.sweep_file}
+    params = dict(settings.params or {})  # Hydra's sweeper.params: key -> expression
+    plan_args = {"params": params, "config_loader": config_loader, "sweep_file": settings.sweep_file}
     try:
-        if options.dry_run:
+        if settings.dry_run:
             # Planned once: the table is printed as soon as the jobs shown are composed (no SkyRL
             # import needed), then those jobs are validated.
             plan = plan_sweep(
                 arguments,
-                limit=options.rows,
-                preview=lambda p: print(p.render(rows=options.rows, parallel=options.parallel)),
+                limit=settings.rows,
+                preview=lambda p: print(p.render(rows=settings.rows, parallel=settings.parallel)),
                 **plan_args,
             )
         else:
-            plan = plan_sweep(arguments, max_jobs=options.max_jobs, progress=print_planning, **plan_args)
+            plan = plan_sweep(arguments, max_jobs=settings.max_jobs, progress=print_planning, **plan_args)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C) while planning: nothing was launched", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
-    parallel = options.parallel if options.parallel is not None else plan.spec.parallel  # the spec checks its own
+    parallel = settings.parallel if settings.parallel is not None else plan.spec.parallel  # the spec checks its own
     sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
     if (problem := unwritable(sweep_dir)) is not None:
         print(f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR", file=sys.stderr)
@@ -86,7 +79,7 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
         print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         raise SystemExit(2)
-    if options.dry_run:
+    if settings.dry_run:
         for line in memory_lines(plan.jobs, launcher):
             print(line)
         print(f"validated the {plan.totals.validated} jobs shown: no problem found")
@@ -110,8 +103,7 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
         parallel,
         metric=plan.spec.metric[0],
         metrics=list(plan.spec.metric),
-        max_retries=options.max_retries,
-        progress_every_s=options.progress_every_s,
+        max_retries=settings.max_retries,
     )
     results: dict[int, Any] | None = None
     confirmed: dict[int, Any] | None = {}
@@ -127,8 +119,7 @@ def run_sweep(arguments: list[str], hydra_cfg: DictConfig, options: SweepOptions
                 sweep_dir,
                 launcher,
                 parallel,
-                max_retries=options.max_retries,
-                progress_every_s=options.progress_every_s,
+                max_retries=settings.max_retries,
             )
             confirmed = confirmed or {}
     except KeyboardInterrupt:

@@ -32,6 +32,7 @@ from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import FailureKind, JobStatus
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.spec import Metric
+from rllm_sweeps.sweeper_settings import SweeperSettings
 from rllm_sweeps.trackers import clock
 
 TRAIN = REPO_ROOT / "train.py"
@@ -170,7 +171,7 @@ class SweepRunner:
         *,
         metric: Metric,
         metrics: list[Metric] | None = None,
-        max_retries: int = 2,
+        max_retries: int = SweeperSettings.max_retries,
         progress_every_s: float = 10.0,
     ) -> None:
         self.source = source

@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.config.issues import ConfigError
-from rllm_sweeps.problems import Problems
+from rllm_sweeps.problems import ConfigError, Problems
 from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.records.plan import Metric, PlanFacts
 from rllm_sweeps.sweep.confirm_settings import ConfirmSpec

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rllm_sweeps.config.issues import ConfigIssue
 from rllm_sweeps.config.native import quiet_skyrl
+from rllm_sweeps.problems import ConfigIssue
 from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError
 from rllm_sweeps.sweep.planner import Planner

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rllm_sweeps.training.advantages import batch_normalize, compute_group_advantages
+from rllm_sweeps.advantages import batch_normalize, compute_group_advantages
 from rllm_sweeps.workflows.episode import Episode, Trajectory
 
 GroupKey = tuple[int, str]  # (task index, role)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
+
+from rllm_sweeps.native_keys import SKYRL_NODE
 
 # field name -> dotted key of the common config (conf/config.yaml holds the defaults,
 # rllm_sweeps/config/rules.py what is valid: both are checked before the loop starts), or of a
@@ -157,7 +159,7 @@ class LoopSettings:
         absent = object()
         for name, key in CONFIG_KEYS.items():
             value = OmegaConf.select(cfg, key, throw_on_missing=True, default=absent)
-            if value is absent and key.startswith(("skyrl.", "rllm.")):
+            if value is absent and key.startswith((SKYRL_NODE + ".", "rllm.")):
                 continue  # no SkyRL tree (a bare config, as bench/gpu_loop.py's): the field's default
             values[name] = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
         values["adam_betas"] = tuple(values["adam_betas"])
@@ -210,6 +212,3 @@ class LoopSettings:
         if self.lr_schedule == "linear":
             return self.lr * (1.0 - progress)
         return self.lr
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "skyrl_algorithm"}

@@ -47,7 +47,7 @@ class WorkflowSettings:
 
     def problems(self) -> list[tuple[str, str]]:
         """(key under workflow., what is wrong) for each bad value."""
-        from rllm_sweeps.training.advantages import ESTIMATORS
+        from rllm_sweeps.advantages import ESTIMATORS
 
         out = []
         if not isinstance(self.max_turns, int) or isinstance(self.max_turns, bool) or self.max_turns < 1:
@@ -178,17 +178,6 @@ def read_workflow(cfg: Mapping | None) -> WorkflowSpec:
     return WorkflowSpec(name, cls, settings)
 
 
-def workflow_problems(plain: Mapping) -> list[tuple[str, str]]:
-    """(key, message) of each problem of a plain config's ``workflow`` group (validation)."""
-    from rllm_sweeps.data.task import job_workflow
-
-    try:
-        read_workflow(job_workflow(plain.get("workflow"), dict(plain)))
-    except WorkflowConfigError as err:
-        return err.problems
-    return []
-
-
 __all__ = [
     "EpisodeContext",
     "Workflow",
@@ -196,5 +185,4 @@ __all__ = [
     "WorkflowSettings",
     "WorkflowSpec",
     "read_workflow",
-    "workflow_problems",
 ]

@@ -1,9 +1,10 @@
-"""Plain config trees (resolved: dicts, lists, scalars): dotted keys, and jobs' copy-on-write copies of a base."""
+"""Plain config trees (resolved: dicts, lists, scalars): dotted keys (the one home of their helpers), and
+jobs' copy-on-write copies of a base. Below config and data, which both read plain trees."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 TreePath = tuple[str | int, ...]  # a node's path in a tree: dict keys and list indices
@@ -27,11 +28,21 @@ def plain_get(tree: Any, key: str) -> Any:
     return node
 
 
-def plain_get_or_none(tree: Any, key: str) -> Any:
+def plain_get_or_none(tree: Any, key: str, default: Any = None) -> Any:
+    """The value at dotted `key`, or `default` if there is none."""
     try:
         return plain_get(tree, key)
     except KeyError:
-        return None
+        return default
+
+
+def leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted path, value) of every leaf of a plain tree (an empty mapping is a leaf)."""
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            yield from leaves(value, f"{prefix}{key}.")
+    else:
+        yield prefix.rstrip("."), tree
 
 
 def value_is_plain(value: Any) -> bool:

@@ -1,0 +1,40 @@
+"""Ray's private API, in one place: what the job runtime needs that Ray has no public call for.
+
+Pinned: ray==2.57.0. Each use says why the public API does not do; an upgrade of Ray checks these
+first (tests/test_ray_cluster.py exercises both).
+
+- :func:`gcs_client`: ``ray._raylet.GcsClient``, the client ``ray.nodes()`` and ``ray symmetric-run``
+  build on. It does not make this process a Ray driver, so SkyRL's later ``ray.init()`` still works
+  here (``ray.nodes()`` needs ``ray.init()`` first).
+- :func:`reload_ray_config`: Ray reads ``RAY_AUTH_MODE`` into its C++ config once, when ``ray`` is
+  imported, caches the token it loaded, and reads the single-machine switch into a Python constant
+  (``ray_constants.ENABLE_RAY_CLUSTER``); reloaded as Ray's own tests do
+  (``ray/_private/authentication_test_utils.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def gcs_client(address: str) -> Any:
+    """A client of the GCS at ``address`` (``get_all_node_info``; blocks ~40 s when nothing listens)."""
+    from ray._raylet import GcsClient
+
+    return GcsClient(address=address)
+
+
+def reload_ray_config(loopback_env: str) -> None:
+    """Ray's config read again from the environment, in a process that imported Ray already.
+    Modules not imported yet read the environment when they are."""
+    raylet = sys.modules.get("ray._raylet")
+    if raylet is not None:
+        raylet.AuthenticationTokenLoader.instance().reset_cache()
+        raylet.Config.initialize("")
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:  # the same expression as in ray_constants.py
+        constants.ENABLE_RAY_CLUSTER = constants.env_bool(loopback_env, not constants.IS_WINDOWS_OR_OSX)
+
+
+__all__ = ["gcs_client", "reload_ray_config"]
