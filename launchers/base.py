@@ -27,7 +27,8 @@ class LaunchRequest:
     job_dir: Path
     argv: list[str]  # the command, e.g. [python, train.py, *overrides, hydra.run.dir=...]
     resources: dict[str, Any] = field(default_factory=dict)  # resources.* of the job
-    env: dict[str, str] = field(default_factory=dict)  # extra environment
+    env: dict[str, str] = field(default_factory=dict)  # extra environment (PYTHONPATH, the launch record's path)
+    generation: int = 0  # the attempt's generation (records/attempts.py; 0: not launched by a sweep)
 
 
 @dataclass

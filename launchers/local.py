@@ -36,7 +36,7 @@ class LocalHandle:
         return f"local-{self.process.pid}"
 
     def generation(self) -> int:
-        return attempts.generation_of(self.request.env)
+        return self.request.generation
 
     def close(self) -> None:
         """The attempt's end, once: in its records, and the log file (a job never started has neither)."""

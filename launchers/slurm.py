@@ -40,9 +40,10 @@ from rllm_sweeps.records.layout import JobPaths
 def record_submission(request: LaunchRequest, job: submitit.Job) -> None:
     """Every SLURM job id the sweep ever submitted for a job, with submitit's folder: a rerun of
     the sweep finds the ones still live and reattaches instead of submitting again."""
-    generation = attempts.generation_of(request.env)
     folder = str(job.paths.folder)
-    attempts.append_event(request.job_dir, "submitted", scheduler_id=job.job_id, folder=folder, generation=generation)
+    attempts.append_event(
+        request.job_dir, "submitted", scheduler_id=job.job_id, folder=folder, generation=request.generation
+    )
 
 
 def _minutes(limit: str) -> int | None:
@@ -142,7 +143,8 @@ class SlurmLauncher(Launcher):
 
     def command(self, request: LaunchRequest) -> TrainCommand:
         request.job_dir.mkdir(parents=True, exist_ok=True)
-        return TrainCommand(request.argv, {**self.settings.env, **request.env}, JobPaths(request.job_dir).log)
+        env = {**self.settings.env, **request.env}
+        return TrainCommand(request.argv, env, JobPaths(request.job_dir).log, request.generation)
 
     def submit(self, request: LaunchRequest) -> submitit.Job:
         command = self.command(request)
