@@ -18,6 +18,7 @@ from rllm_sweeps.records import attempts
 from rllm_sweeps.records.launch import LAUNCH_ENV, JobLaunch, OptunaTrial, PrunerSettings, current_launch, read_launch
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.plan import Metric, PlannedJob
+from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
 from rllm_sweeps.sweep.runner import JobToRun, StaticSource, SweepRunner, job_dir_for
@@ -25,10 +26,11 @@ from rllm_sweeps.sweep.runner import JobToRun, StaticSource, SweepRunner, job_di
 REPO = Path(__file__).resolve().parents[1]
 QUICK = ["trainer.total_batches=4", "trainer.test_freq=2", "trainer.save_freq=0", "task.dataset.val_size=8"]
 QUICK += ["data.train_batch_size=8", "rollout.n=4", "trainer.val_before_train=false"]
+SHAPE = Resources(nodes=1, gpus_per_node=0, cpus_per_task=2, jobs_per_gpu=1, mem_gb=8, time_min=60)
 
 
 def one_job_runner(tmp_path: Path, metrics: list[Metric]) -> tuple[SweepRunner, PlannedJob]:
-    job = PlannedJob(0, ["trainer.seed=0"], {}, "p0", 0, None, "h0", {})
+    job = PlannedJob(0, ["trainer.seed=0"], {}, "p0", 0, None, "h0", SHAPE)
     source = StaticSource(SimpleNamespace(jobs=[job]), tmp_path)
     return SweepRunner(source, tmp_path, LocalLauncher(gpus=()), 1, metric=metrics[0], metrics=metrics), job
 
@@ -70,7 +72,7 @@ def test_a_sweeps_job_reads_its_judged_metrics_and_optuna_trial_from_its_launch_
     # Not the default (val_reward_mean, maximized, alone): the record's own.
     metrics = [Metric("val_reward_std", "minimize"), Metric("val_reward_mean", "maximize")]
     runner, job = one_job_runner(tmp_path, metrics)
-    job = PlannedJob(0, QUICK, {}, "p0", 0, None, "h0", {})
+    job = PlannedJob(0, QUICK, {}, "p0", 0, None, "h0", SHAPE)
     run = JobToRun(job, job_dir_for(tmp_path, job), OptunaTrial(TrialAddress(url, "s", number), PrunerSettings()))
     request = runner.request(run)
     env = {**os.environ, **request.env, "RLLM_SWEEPS_WARM_SERVER": "off"}

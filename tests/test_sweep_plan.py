@@ -202,7 +202,7 @@ def test_planned_hashes_are_what_each_job_composes_to(args):
     for job in plan.jobs:
         cfg = load_config(job.overrides, notify=quiet)
         assert config_hash(cfg) == job.config_hash, job.overrides
-        assert job.resources == OmegaConf.to_container(cfg.resources, resolve=True)
+        assert job.resources.to_dict() == OmegaConf.to_container(cfg.resources, resolve=True)
 
 
 # ---- errors: all at once, each named ----------------------------------------------------------

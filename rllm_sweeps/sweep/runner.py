@@ -258,6 +258,8 @@ class SweepRunner:
         earlier attempt still running somewhere (a node SLURM lost touch with) can no longer write its
         records. The record is this generation's own file: that attempt keeps reading its own."""
         job = run.job
+        if job.resources is None:  # only a plan.json read back without them has none, never a planned job
+            raise ValueError(f"job {job.index} of {self.sweep_dir} has no resources to launch it with")
         overrides = job_overrides(job.overrides)
         argv = [sys.executable, str(checkout_file(TRAIN)), *overrides, f"hydra.run.dir={run.job_dir}"]
         path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
