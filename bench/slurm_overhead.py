@@ -37,6 +37,7 @@ from launchers.slurm import SlurmLauncher, SlurmSettings  # noqa: E402
 from rllm_sweeps.local_slurm import LocalSlurm  # noqa: E402
 from rllm_sweeps.records.attempts import latest_scheduler_id  # noqa: E402
 from rllm_sweeps.records.metrics import read_metrics  # noqa: E402
+from rllm_sweeps.records.resources import Resources  # noqa: E402
 
 QUICK = [
     "trainer.total_batches=2",
@@ -44,7 +45,7 @@ QUICK = [
     "trainer.test_freq=0",
     "task.dataset.val_size=8",
 ]
-SHAPE = {"cpus_per_task": 1, "mem_gb": 4, "time_min": 10}
+SHAPE = {"nodes": 1, "gpus_per_node": 0, "cpus_per_task": 1, "jobs_per_gpu": 1, "mem_gb": 4, "time_min": 10}
 LRS = "trainer.lr=1e-3,2e-3,3e-3,4e-3"
 
 
@@ -65,7 +66,8 @@ def detection_latency(conf: Path, repeats: int, work: Path) -> list[float]:
         job_dir = work / f"detect-{i}"
         stamp = job_dir / "ended_at"
         code = f"import time, pathlib; pathlib.Path({str(stamp)!r}).write_text(repr(time.time()))"
-        request = LaunchRequest(index=i, job_dir=job_dir, argv=[sys.executable, "-c", code], resources=SHAPE)
+        argv = [sys.executable, "-c", code]
+        request = LaunchRequest(index=i, job_dir=job_dir, argv=argv, resources=Resources.from_dict(SHAPE))
         job = launcher.submit(request)
         while launcher.poll(job).state is not JobState.FINISHED:
             time.sleep(0.05)

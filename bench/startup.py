@@ -49,8 +49,9 @@ sys.path.insert(0, str(REPO))
 
 from launchers.warm_server import WARM_SERVER_ENV  # noqa: E402
 from launchers.warm_start import WarmStarter  # noqa: E402
-from rllm_sweeps.config.planned import VALIDATED_ENV, overrides_digest  # noqa: E402
+from rllm_sweeps.config.planned import overrides_digest  # noqa: E402
 from rllm_sweeps.job import LIBRARY_LOGS_ENV  # noqa: E402
+from rllm_sweeps.records.launch import JobLaunch, launch_env  # noqa: E402
 
 JOB = ["trainer.total_batches=1", "trainer.val_before_train=false", "trainer.test_freq=0"]
 MARKS = {  # the first output line matching each, in the order they come
@@ -107,7 +108,8 @@ def run_forked(starter: WarmStarter, job_dir: Path) -> dict[str, float]:
     log.touch()
     seen: dict[str, float] = {}
     start = time.perf_counter()
-    env = {**job_env(REPO), VALIDATED_ENV: overrides_digest(JOB)}  # as the runner hands a planned job
+    launch = JobLaunch(0, overrides_digest(JOB), ())  # as the runner hands a planned job (generation 0: unfenced)
+    env = {**job_env(REPO), **launch_env(launch.write(job_dir))}
     proc = starter.start(argv, env, log)
     with log.open() as f:  # the job appends its output to the log: read it as it grows
         while True:

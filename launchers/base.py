@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.resources import Resources
+
 
 class JobState(enum.Enum):
     PENDING = "pending"
@@ -26,8 +28,9 @@ class LaunchRequest:
     index: int
     job_dir: Path
     argv: list[str]  # the command, e.g. [python, train.py, *overrides, hydra.run.dir=...]
-    resources: dict[str, Any] = field(default_factory=dict)  # resources.* of the job
-    env: dict[str, str] = field(default_factory=dict)  # extra environment
+    resources: Resources  # resources.* of the job
+    env: dict[str, str] = field(default_factory=dict)  # extra environment (PYTHONPATH, the launch record's path)
+    generation: int = 0  # the attempt's generation (records/attempts.py; 0: not launched by a sweep)
 
 
 @dataclass
@@ -61,12 +64,12 @@ class Launcher(abc.ABC):
     def cancel(self, handle: Any) -> None:
         """Stop the job (it checkpoints on SIGTERM) and wait briefly for it."""
 
-    def preflight(self, shapes: list[dict[str, Any]]) -> list[str]:
+    def preflight(self, shapes: list[Resources]) -> list[str]:
         """What the scheduler would refuse, per distinct job shape (resources.*), before anything
         is submitted; none by default."""
         return []
 
-    def gpu_memory_share(self, resources: dict[str, Any]) -> tuple[float, int] | None:
+    def gpu_memory_share(self, resources: Resources) -> tuple[float, int] | None:
         """(fraction, bytes of the GPU) of a GPU's memory a job of these resources.* may use, where
         the launcher knows the GPU the job will run on; None by default (a scheduler's node is not
         this machine)."""

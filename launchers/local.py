@@ -12,7 +12,7 @@ import signal
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO
 
 from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from launchers.gpu_placement import GpuPool, GpuRequest, job_environment, memory_fraction
@@ -21,6 +21,7 @@ from launchers.warm_server import WARM_SERVER_ENV
 from launchers.warm_start import ForkedProcess, WarmStarter, die_with_parent
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.resources import Resources
 
 
 @dataclass(eq=False)  # a handle is itself (the GPU pool keys on it), not its fields
@@ -36,7 +37,7 @@ class LocalHandle:
         return f"local-{self.process.pid}"
 
     def generation(self) -> int:
-        return attempts.generation_of(self.request.env)
+        return self.request.generation
 
     def close(self) -> None:
         """The attempt's end, once: in its records, and the log file (a job never started has neither)."""
@@ -48,9 +49,9 @@ class LocalHandle:
             self.log.close()
 
 
-def gpu_request(resources: dict) -> GpuRequest:
+def gpu_request(resources: Resources) -> GpuRequest:
     """A job's GPU needs, from its resources.* (plan.json's resources of the job)."""
-    return GpuRequest(int(resources.get("gpus_per_node") or 0), int(resources.get("jobs_per_gpu") or 1))
+    return GpuRequest(resources.gpus_per_node, resources.jobs_per_gpu)
 
 
 class LocalLauncher(Launcher):
@@ -60,11 +61,11 @@ class LocalLauncher(Launcher):
         self.warm = WarmStarter()
         self.gpus = GpuPool(visible_gpus() if gpus is None else tuple(gpus))
 
-    def preflight(self, shapes: list[dict[str, Any]]) -> list[str]:
+    def preflight(self, shapes: list[Resources]) -> list[str]:
         """A job asking for more GPUs than this machine has would wait forever: refused up front."""
         return [p for p in {self.gpus.problem(gpu_request(shape)) for shape in shapes} if p is not None]
 
-    def gpu_memory_share(self, resources: dict[str, Any]) -> tuple[float, int] | None:
+    def gpu_memory_share(self, resources: Resources) -> tuple[float, int] | None:
         """A job's share of this machine's first GPU (they are alike on one machine)."""
         request = gpu_request(resources)
         if not request.gpus or not self.gpus.devices:

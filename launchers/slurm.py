@@ -17,13 +17,11 @@ checkpoint, at most `max_requeues` times.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import submitit
 
@@ -35,14 +33,16 @@ from launchers.slurm_times import SACCT_ENV, SACCT_FIELDS, missing_ends, parse_r
 from launchers.submitit_private import sbatch_script
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.resources import Resources
 
 
 def record_submission(request: LaunchRequest, job: submitit.Job) -> None:
     """Every SLURM job id the sweep ever submitted for a job, with submitit's folder: a rerun of
     the sweep finds the ones still live and reattaches instead of submitting again."""
-    generation = attempts.generation_of(request.env)
     folder = str(job.paths.folder)
-    attempts.append_event(request.job_dir, "submitted", scheduler_id=job.job_id, folder=folder, generation=generation)
+    attempts.append_event(
+        request.job_dir, "submitted", scheduler_id=job.job_id, folder=folder, generation=request.generation
+    )
 
 
 def _minutes(limit: str) -> int | None:
@@ -80,14 +80,14 @@ class SlurmLauncher(Launcher):
         extra = {k: v for k, v in (("account", s.account), ("qos", s.qos), ("constraint", s.constraint)) if v}
         if after:
             extra["dependency"] = f"afterany:{after}"
-        gpus = int(res.get("gpus_per_node", 0) or 0)
+        gpus = res.gpus_per_node
         executor.update_parameters(
             name=name or f"rllm-{request.job_dir.name}",
-            timeout_min=int(res.get("time_min", 60)),
-            nodes=int(res.get("nodes", 1)),
+            timeout_min=int(res.time_min),
+            nodes=int(res.nodes),
             tasks_per_node=1,
-            cpus_per_task=int(res.get("cpus_per_task", 1)),
-            mem_gb=float(res.get("mem_gb", 4)),
+            cpus_per_task=int(res.cpus_per_task),
+            mem_gb=float(res.mem_gb),
             **({"gpus_per_node": gpus} if gpus else {}),
             slurm_partition=s.partition,
             slurm_setup=list(s.setup),
@@ -96,13 +96,13 @@ class SlurmLauncher(Launcher):
         )
         return executor
 
-    def preflight(self, shapes: list[dict[str, Any]]) -> list[str]:
+    def preflight(self, shapes: list[Resources]) -> list[str]:
         """Ask SLURM (`sbatch --test-only`) whether each distinct job shape can ever run here:
         unknown partition, more GPUs than a node has, a time limit above the partition's."""
         problems = []
         for res in shapes:
             args = ["sbatch", "--test-only", *self.sbatch_flags(res), "--wrap", "true"]
-            shape = ", ".join(f"{k}={v}" for k, v in sorted(res.items()))
+            shape = ", ".join(f"{k}={v}" for k, v in sorted(res.to_dict().items()))
             try:
                 proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
             except OSError as err:  # no SLURM client here (a dry run on a laptop)
@@ -113,14 +113,14 @@ class SlurmLauncher(Launcher):
                 continue
             # Without EnforcePartLimits, SLURM accepts such a job and leaves it pending forever.
             limit = self.partition_time_limit_min()
-            if limit is not None and int(res.get("time_min", 60)) > limit:
+            if limit is not None and res.time_min > limit:
                 problems.append(
-                    f"SLURM would never start jobs with {shape}: resources.time_min={res.get('time_min')} is above "
+                    f"SLURM would never start jobs with {shape}: resources.time_min={res.time_min} is above "
                     f"the partition's time limit of {limit} minutes (partition={self.settings.partition})"
                 )
         return problems
 
-    def sbatch_flags(self, resources: dict[str, Any]) -> list[str]:
+    def sbatch_flags(self, resources: Resources) -> list[str]:
         """The `#SBATCH` flags submitit writes for a job of these resources (one mapping of
         resources to flags: the executor's, for the submission and its preflight alike)."""
         probe = LaunchRequest(index=0, job_dir=Path("/nonexistent/jobs/preflight"), argv=[], resources=resources)
@@ -142,7 +142,8 @@ class SlurmLauncher(Launcher):
 
     def command(self, request: LaunchRequest) -> TrainCommand:
         request.job_dir.mkdir(parents=True, exist_ok=True)
-        return TrainCommand(request.argv, {**self.settings.env, **request.env}, JobPaths(request.job_dir).log)
+        env = {**self.settings.env, **request.env}
+        return TrainCommand(request.argv, env, JobPaths(request.job_dir).log, request.generation)
 
     def submit(self, request: LaunchRequest) -> submitit.Job:
         command = self.command(request)
@@ -157,9 +158,9 @@ class SlurmLauncher(Launcher):
         each throttled to `parallel` tasks (`--array=0-N%parallel`). Arrays after the first wait
         for the one before (`afterany`), so that at most `parallel` jobs run in all."""
         limit = min(self.settings.max_array_size or sys.maxsize, self.cluster_max_array_size())
-        shapes: dict[str, list[LaunchRequest]] = {}
+        shapes: dict[Resources, list[LaunchRequest]] = {}
         for request in requests:
-            shapes.setdefault(json.dumps(request.resources, sort_keys=True), []).append(request)
+            shapes.setdefault(request.resources, []).append(request)
         chunks = [group[i : i + limit] for group in shapes.values() for i in range(0, len(group), limit)]
         jobs: dict[int, submitit.Job] = {}
         previous: str | None = None

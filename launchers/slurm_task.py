@@ -26,10 +26,11 @@ STOP_TIMEOUT_S = 60  # for the training process to reach a step boundary and sav
 class TrainCommand(submitit.helpers.Checkpointable):
     """`python train.py ...` in the allocation; on a time limit or preemption: stop, requeue."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], log: Path) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], log: Path, generation: int = 0) -> None:
         self.argv = argv
         self.env = env
         self.log = log
+        self.generation = generation  # the attempt's (records/attempts.py), for its start and end
         self.process: subprocess.Popen | None = None
 
     def __call__(self) -> int:
@@ -37,7 +38,7 @@ class TrainCommand(submitit.helpers.Checkpointable):
         rank = environment.global_rank
         job_dir = self.log.parent
         log_path = self.log if rank == 0 else JobPaths(job_dir).node_log(rank)
-        generation = attempts.generation_of(self.env)
+        generation = self.generation
         restarts = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
         if rank == 0:
             # Before train.py starts: an attempt killed during its start-up still leaves a trace, and
@@ -70,7 +71,7 @@ class TrainCommand(submitit.helpers.Checkpointable):
                     time.sleep(0.2)
                 if not _exited(pid):
                     os.kill(pid, signal.SIGKILL)
-        return submitit.helpers.DelayedSubmission(TrainCommand(self.argv, self.env, self.log))
+        return submitit.helpers.DelayedSubmission(TrainCommand(self.argv, self.env, self.log, self.generation))
 
 
 def _exited(pid: int) -> bool:

@@ -72,6 +72,7 @@ def preflight(argv: list[str]) -> None:
     from rllm_sweeps.config.load import check_override_keys, load_config
     from rllm_sweeps.config.planned import job_overrides, validated_by_sweeper
     from rllm_sweeps.config.private_api import command_line_parser
+    from rllm_sweeps.records.launch import current_launch
 
     args = command_line_parser().parse_args(argv)
     if args.help:
@@ -95,7 +96,11 @@ def preflight(argv: list[str]) -> None:
             global _validated
             if (problem := unwritable(run_dir_hint(args.overrides))) is not None:
                 fail(f"{problem}: run where you may write, or give the job a directory: hydra.run.dir=DIR")
-            if not validated_by_sweeper(args.overrides):
+            try:
+                launch = current_launch()  # a sweep's job: what its sweeper validated
+            except ValueError as err:  # its launch record is unreadable
+                fail(str(err))
+            if not validated_by_sweeper(args.overrides, None if launch is None else launch.validated):
                 # Every problem before Hydra makes the job's directory.
                 load_config(args.overrides, where="command line", notify=lambda _: None)
             _validated = tuple(job_overrides(args.overrides))

@@ -29,15 +29,9 @@ from rllm_sweeps.failures import failure_kind
 from rllm_sweeps.job_dir import JobLost, JobRefused, hold_job_dir, note_holder, refusal_reason, write_hydra_record
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.records.attempts import AttemptFence, read_attempts
+from rllm_sweeps.records.launch import JobLaunch, current_launch, judged_metrics
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.records.metrics import (
-    DEFAULT_METRIC,
-    MetricsLog,
-    best_values,
-    judged_metrics,
-    never_moved,
-    read_metrics,
-)
+from rllm_sweeps.records.metrics import DEFAULT_METRIC, MetricsLog, best_values, never_moved, read_metrics
 from rllm_sweeps.records.result import PHASES, JobResult, TrainingSummary, phase_metric
 from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind, JobStatus
 
@@ -93,6 +87,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
     job_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
     chash = config_hash(cfg)
+    launch = current_launch()  # what the sweep handed this attempt (None: run by hand), read once
     try:
         # Before reading or writing anything: an earlier attempt of this job (one whose node
         # was declared dead while its process still ran) must be gone first.
@@ -102,7 +97,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         return JobResult(
             status=JobStatus.FAILED, config_hash=chash, error=str(err), failure_kind=FailureKind.INFRASTRUCTURE
         )
-    fence = AttemptFence(job_dir)
+    fence = AttemptFence(job_dir, None if launch is None else launch.generation)
     if not fence.current():  # the sweep launched this job again after giving up on this attempt
         print(f"failed: {fence.why_stale()}", file=sys.stderr)
         lock.close()
@@ -155,7 +150,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         where = f" (resuming from {resume_from.name})" if resume_from else ""
         print(f"job {chash} in {job_dir}{where}", flush=True)
         with stop:
-            result.record_training(_train(cfg, job_dir, resume_from, stop, fence), stop_requested=bool(stop))
+            result.record_training(_train(cfg, job_dir, resume_from, stop, fence, launch), stop_requested=bool(stop))
     except KeyboardInterrupt as err:
         result.status, result.error = JobStatus.PREEMPTED, f"stopped by {err}"
     except Exception as err:  # recorded; the caller turns it into the exit status
@@ -180,7 +175,12 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
 
 
 def _train(
-    cfg: DictConfig, job_dir: Path, resume_from: Path | None, stop: StopRequested, fence: AttemptFence
+    cfg: DictConfig,
+    job_dir: Path,
+    resume_from: Path | None,
+    stop: StopRequested,
+    fence: AttemptFence,
+    launch: JobLaunch | None,
 ) -> TrainingSummary:
     """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.data.task import job_task, job_workflow
@@ -201,7 +201,7 @@ def _train(
     task = job_task(plain)  # the task config group, or data.train_files (rllm_sweeps/data/)
     workflow = read_workflow(job_workflow(plain.get("workflow"), plain))
     # An Optuna sweep's job reports to its trial and may be pruned (None outside one).
-    trial = TrialReporter.from_env(settings.total_steps(len(task.train)))
+    trial = TrialReporter.of_launch(launch, settings.total_steps(len(task.train)))
     engine = engine_of(cfg)
     # Ray only where it is used: by the engine's backend, or on several nodes. On a multi-node
     # allocation this is the head; the other nodes' tasks join it (job_ray.py). ray.json records
@@ -298,7 +298,7 @@ def _train(
         steps=trainer.state.step,
         finished=trainer.state.step >= trainer.total_steps,
         final={k: v for k, v in history[-1].items() if k != "step"} if history else {},
-        best=best_values(history, judged_metrics()),  # the sweep's metrics, each by its goal
+        best=best_values(history, judged_metrics(launch)),  # the sweep's metrics, each by its goal
         validations=history,
         phase_time_s=phases,
         backend=built.name,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.launch import LAUNCH_ENV, JobLaunch, judged_metrics
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.records.metrics import best_values, judged_metrics
+from rllm_sweeps.records.metrics import best_values
+from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.records.result import JobResult
 
 
@@ -69,7 +71,7 @@ def test_a_superseded_attempt_may_not_write_and_the_current_one_may(tmp_path):
 
 
 def test_a_job_run_by_hand_is_never_fenced(tmp_path, monkeypatch):
-    monkeypatch.delenv(attempts.GENERATION_ENV, raising=False)
+    monkeypatch.delenv(LAUNCH_ENV, raising=False)
     attempts.raise_generation(tmp_path)
     assert attempts.AttemptFence(tmp_path).current()
 
@@ -79,9 +81,9 @@ def test_best_follows_each_metrics_goal():
         {"step": 1, "val_loss": 0.9, "val_reward_mean": 0.2},
         {"step": 2, "val_loss": 0.5, "val_reward_mean": 0.1},
     ]
-    goals = judged_metrics("val_loss:minimize,val_reward_mean:maximize")
+    goals = judged_metrics(JobLaunch(1, "", (Metric("val_loss", "minimize"), Metric("val_reward_mean", "maximize"))))
     assert best_values(history, goals) == {"val_loss": 0.5, "val_reward_mean": 0.2}
-    assert judged_metrics("") == [("val_reward_mean", "maximize")]  # no sweep: the default
+    assert judged_metrics(None) == [("val_reward_mean", "maximize")]  # no sweep: the default
 
 
 def test_an_old_result_without_the_new_fields_still_reads(tmp_path):

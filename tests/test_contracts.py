@@ -8,13 +8,15 @@ import pytest
 from launchers.base import Launcher
 from launchers.local import LocalLauncher
 from launchers.slurm import SlurmLauncher
+from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.sweep.optuna_search import OptunaSource
 from rllm_sweeps.sweep.runner import JobSource, StaticSource
 
 
 def test_a_launcher_without_a_scheduler_refuses_nothing_and_queues_no_arrays():
     local = LocalLauncher()
-    assert isinstance(local, Launcher) and local.preflight([{"nodes": 1}]) == []
+    shape = Resources(nodes=1, gpus_per_node=0, cpus_per_task=2, jobs_per_gpu=1, mem_gb=8, time_min=60)
+    assert isinstance(local, Launcher) and local.preflight([shape]) == []
     assert not local.queues_arrays
     with pytest.raises(NotImplementedError, match="local launcher does not queue arrays"):
         local.submit_array([], 2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from launchers.gpu_placement import GpuRequest, memory_fraction
 from launchers.local import LocalLauncher
 from rllm_sweeps.config.memory_need import model_shape
 from rllm_sweeps.records.plan import PlannedJob
+from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.sweep.memory_check import memory_lines
 from rllm_sweeps.training.gpu_memory import GIB, ModelShape, RunShape, estimate_jax_memory
 
@@ -61,7 +63,8 @@ def test_a_real_vocabulary_makes_the_logits_count():
 
 
 def job(index: int, **kwargs) -> PlannedJob:
-    fields = {"resources": {"gpus_per_node": 1, "jobs_per_gpu": 2}, "engine": "jax", "gpu_memory_gib": 78.5, **kwargs}
+    resources = Resources(nodes=1, gpus_per_node=1, cpus_per_task=2, jobs_per_gpu=2, mem_gb=8, time_min=60)
+    fields = {"resources": resources, "engine": "jax", "gpu_memory_gib": 78.5, **kwargs}
     return PlannedJob(index, [], {}, "p", 0, None, "h", **fields)
 
 
@@ -75,7 +78,8 @@ def test_the_dry_run_lines_warn_where_an_estimate_exceeds_its_share(monkeypatch)
     assert lines[-1].startswith(
         "warning: 1 job(s) may run out of GPU memory (0): lower skyrl.jax.train_micro_batch_size"
     )
-    assert memory_lines([job(0, resources={"gpus_per_node": 0})], launcher) == []  # a CPU job: nothing to say
+    cpu = replace(job(0).resources, gpus_per_node=0)
+    assert memory_lines([job(0, resources=cpu)], launcher) == []  # a CPU job: nothing to say
 
 
 @pytest.mark.slow

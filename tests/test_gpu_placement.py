@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from launchers.base import JobState, LaunchRequest
 from launchers.gpu_placement import GpuPool, GpuRequest, job_environment, place
 from launchers.gpus import visible_gpus
 from launchers.local import LocalLauncher
+from rllm_sweeps.records.resources import Resources
+
+SHAPE = Resources(nodes=1, gpus_per_node=0, cpus_per_task=2, jobs_per_gpu=1, mem_gb=8, time_min=60)
 
 FREE = {"0": Fraction(1), "1": Fraction(1)}
 
@@ -68,11 +72,11 @@ def test_a_jobs_environment_shows_its_gpus_and_caps_a_shared_jobs_jax_memory():
 
 def test_more_gpus_than_the_machine_has_is_refused_before_anything_starts():
     launcher = LocalLauncher(gpus=("0",))
-    problems = launcher.preflight([{"gpus_per_node": 2}, {"gpus_per_node": 1}, {"gpus_per_node": 0}])
+    problems = launcher.preflight([replace(SHAPE, gpus_per_node=n) for n in (2, 1, 0)])
     assert problems == [
         "resources.gpus_per_node=2 but this machine has 1 GPU visible (0; CUDA_VISIBLE_DEVICES narrows them)"
     ]
-    assert LocalLauncher(gpus=()).preflight([{"gpus_per_node": 1}])  # a CPU machine has none to give
+    assert LocalLauncher(gpus=()).preflight([replace(SHAPE, gpus_per_node=1)])  # a CPU machine has none to give
 
 
 # ---- the launcher, with real processes -------------------------------------------------------
@@ -90,7 +94,8 @@ while not (d / "release").exists():
 
 def _request(tmp_path: Path, index: int, **resources) -> LaunchRequest:
     job_dir = tmp_path / f"job{index}"
-    return LaunchRequest(index, job_dir, [sys.executable, "-c", JOB, str(job_dir)], resources=resources)
+    argv = [sys.executable, "-c", JOB, str(job_dir)]
+    return LaunchRequest(index, job_dir, argv, resources=replace(SHAPE, **resources))
 
 
 def _env_of(request: LaunchRequest, timeout: float = 30) -> dict:

@@ -13,7 +13,10 @@ from pathlib import Path
 import optuna
 import pytest
 
+from rllm_sweeps.records.launch import LAUNCH_ENV, JobLaunch, OptunaTrial, current_launch, read_launch
+from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
+from rllm_sweeps.sweep.optuna_settings import OptunaSettings, pruner_settings
 from rllm_sweeps.training.trial import MetricNotReported, TrialReporter
 
 pytestmark = pytest.mark.slow  # eight worker processes on one journal
@@ -29,6 +32,14 @@ def make_study(tmp_path: Path, pruner: str = "median", metrics: tuple[str, ...] 
     )
     study.set_user_attr(STUDY_ATTR, SweepAttrs(list(metrics), pruner).to_dict())
     return url
+
+
+def job_trial(url: str, number: int, replica: int = 0, replicas: int = 1) -> OptunaTrial:
+    """A job's trial as its launch record carries it: the study's pruner, as the sweeper hands it."""
+    study = optuna.load_study(study_name="s", storage=open_storage(url))
+    attrs = SweepAttrs.from_dict(study.user_attrs[STUDY_ATTR])
+    pruner = pruner_settings(OptunaSettings(pruner=attrs.pruner, pruner_options=attrs.pruner_options))
+    return OptunaTrial(TrialAddress(url, "s", number, replica, replicas), pruner)
 
 
 def test_eight_concurrent_workers_lose_no_trial_and_no_intermediate_value(tmp_path):
@@ -57,7 +68,7 @@ def test_seed_replicates_report_their_mean_once_all_reached_the_step(tmp_path):
     url = make_study(tmp_path, pruner="none")
     study = optuna.load_study(study_name="s", storage=open_storage(url))
     trial = study.ask({"x": optuna.distributions.FloatDistribution(0.0, 1.0)})
-    first, second = (TrialReporter(TrialAddress(url, "s", trial.number, k, 2), total_steps=4) for k in (0, 1))
+    first, second = (TrialReporter(job_trial(url, trial.number, k, 2), total_steps=4) for k in (0, 1))
     first.on_validation({"step": 1, "val_reward_mean": 0.2})
     assert study.trials[0].intermediate_values == {}  # the other replicate has not reached step 1
     second.on_validation({"step": 1, "val_reward_mean": 0.4})
@@ -73,7 +84,7 @@ def test_a_prune_stops_every_replicate_of_the_trial(tmp_path):
         t.report(value, 1)
         study.tell(t, value)
     trial = study.ask({"x": x})
-    first, second = (TrialReporter(TrialAddress(url, "s", trial.number, k, 2), total_steps=4) for k in (0, 1))
+    first, second = (TrialReporter(job_trial(url, trial.number, k, 2), total_steps=4) for k in (0, 1))
     first.on_validation({"step": 1, "val_reward_mean": 0.0})
     second.on_validation({"step": 1, "val_reward_mean": 0.1})  # completes step 1: mean 0.05 < median 0.7
     assert second.pruned_at == 1 and first.pruned_at is None
@@ -85,7 +96,7 @@ def test_the_pruner_is_not_asked_at_the_last_step_nor_for_the_validation_before_
     url = make_study(tmp_path, pruner="percentile")
     study = optuna.load_study(study_name="s", storage=open_storage(url))
     trial = study.ask()
-    reporter = TrialReporter(TrialAddress(url, "s", trial.number), total_steps=2)
+    reporter = TrialReporter(job_trial(url, trial.number), total_steps=2)
     reporter.on_validation({"step": 0, "val_reward_mean": 0.0})
     reporter.on_validation({"step": 2, "val_reward_mean": 0.0})
     assert study.trials[0].intermediate_values == {2: 0.0} and reporter.pruned_at is None
@@ -94,14 +105,24 @@ def test_the_pruner_is_not_asked_at_the_last_step_nor_for_the_validation_before_
 def test_a_metric_the_training_does_not_report_fails_at_the_first_validation(tmp_path):
     url = make_study(tmp_path, metrics=("val_accuracy",))
     study = optuna.load_study(study_name="s", storage=open_storage(url))
-    reporter = TrialReporter(TrialAddress(url, "s", study.ask().number), total_steps=3)
+    reporter = TrialReporter(job_trial(url, study.ask().number), total_steps=3)
     with pytest.raises(MetricNotReported, match=r"'val_accuracy'.*val_reward_mean, val_reward_std"):
         reporter.on_validation({"step": 0, "val_reward_mean": 0.0, "val_reward_std": 0.0})
 
 
-def test_a_trial_address_comes_from_the_environment_and_is_checked():
-    address = TrialAddress("/x/optuna.journal", "s", 3, 1, 2)
-    assert TrialAddress.from_env(address.to_env()) == address
-    assert TrialAddress.from_env({}) is None
-    with pytest.raises(ValueError, match="RLLM_SWEEPS_OPTUNA_TRIAL not set"):
-        TrialAddress.from_env({k: v for k, v in address.to_env().items() if not k.endswith("TRIAL")})
+def test_a_trial_address_comes_from_the_launch_record_and_is_checked(tmp_path):
+    trial = job_trial(make_study(tmp_path, pruner="asha"), 3, 1, 2)
+    launch = JobLaunch(1, "digest", (Metric(),), trial)
+    path = launch.write(tmp_path / "job")
+    assert current_launch({LAUNCH_ENV: str(path)}) == launch  # the address, and the study's pruner
+    assert launch.trial.pruner.cls == "SuccessiveHalvingPruner"
+    assert current_launch({}) is None  # a job run by hand
+    data = json.loads(path.read_text())
+    del data["trial"]["trial"]
+    (tmp_path / "incomplete.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"launch record .*incomplete.json .*unreadable: 'trial'"):
+        read_launch(tmp_path / "incomplete.json")
+    data["trial"] |= {"trial": 3, "replica": 2}
+    (tmp_path / "out_of_range.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"replica 2/2: out of range"):
+        read_launch(tmp_path / "out_of_range.json")

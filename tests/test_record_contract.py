@@ -4,9 +4,11 @@ strings result.json keeps, and plan.json's jobs read back as PlannedJob."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.plan import PlanFacts, PlannedJob, PlanRecord, Totals
+from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import FailureKind, JobStatus
 
@@ -31,12 +33,28 @@ def test_a_status_no_writer_knows_is_an_unreadable_result(tmp_path):
 
 
 def test_plan_json_jobs_and_totals_read_back_as_records_the_missing_fields_defaulted():
-    job = PlannedJob(0, ["trainer.lr=0.1"], {"trainer.lr": 0.1}, "p", 0, 1, "h", {"nodes": 1}, gpu_memory_gib=2.5)
+    resources = Resources(nodes=1, gpus_per_node=0, cpus_per_task=2, jobs_per_gpu=1, mem_gb=8, time_min=60)
+    job = PlannedJob(0, ["trainer.lr=0.1"], {"trainer.lr": 0.1}, "p", 0, 1, "h", resources, gpu_memory_gib=2.5)
     totals = Totals(1, 1, 1, 1, 0, 1, 0.5, 0.5)
     facts = PlanFacts((), "trainer.seed", ("trainer.lr",))
     written = PlanRecord({}, "cli", facts, (), True, totals, jobs=(job,))
     data = {**written.header(), "jobs": [job.to_dict(), {"index": 3, "config_hash": "x"}, "junk"]}
     record = PlanRecord.from_dict(json.loads(json.dumps(data)))
     assert record.totals == totals and record.jobs[0] == job
-    assert record.jobs[1] == PlannedJob(3, [], {}, "x", 3, None, "x", {})
+    assert record.jobs[1] == PlannedJob(3, [], {}, "x", 3, None, "x", None)
+    assert data["jobs"][0]["resources"] == resources.to_dict()  # plan.json keeps resources.*'s keys
     assert PlanRecord.from_dict({**data, "totals": {"jobs": "many"}}).totals.jobs == 0
+
+
+def test_resources_hold_every_key_of_the_configs_resources_and_an_incomplete_record_reads_as_none():
+    from omegaconf import OmegaConf
+
+    from rllm_sweeps.records.resources import FIELDS
+
+    # conf/config.yaml holds the defaults, and the record every key of them: no reader needs one of its own.
+    conf = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "config.yaml")
+    assert set(FIELDS) == set(conf.resources)
+    full = {"nodes": 2, "gpus_per_node": 4, "cpus_per_task": 8, "jobs_per_gpu": 1, "mem_gb": 64, "time_min": 90}
+    assert Resources.read(full) == Resources.from_dict(full) and Resources.read(full).hours() == (3.0, 12.0)
+    assert Resources.read({"nodes": 1, "gpus_per_node": 0, "time_min": 60}) is None  # an older plan.json's
+    assert Resources.read("junk") is None

@@ -56,7 +56,14 @@ def plan_dict(
                     "point_index": p_index,
                     "seed": seed,
                     "config_hash": f"{index:04d}beef" + "a" * 56,
-                    "resources": {"nodes": 1, "gpus_per_node": 0, "time_min": 60},
+                    "resources": {
+                        "nodes": 1,
+                        "gpus_per_node": 0,
+                        "cpus_per_task": 2,
+                        "jobs_per_gpu": 1,
+                        "mem_gb": 8,
+                        "time_min": 60,
+                    },
                     "engine": "jax",
                     "gpu_memory_gib": None,
                 }
@@ -160,7 +167,7 @@ def test_plan_dict_shape_matches_plan_to_dict():
 
     ours = plan_dict(ZIP_POINTS)
     spec = SweepSpec.from_dict({"metric": {"name": "val_reward_mean", "goal": "maximize"}, "seeds": 2})
-    jobs = [PlannedJob(**j) for j in ours["jobs"]]
+    jobs = [PlannedJob.from_dict(j) for j in ours["jobs"]]
     real = Plan(spec, BASE, jobs, Totals(2, 4, 2, 2, 0, 4, 0.0, 0.0)).to_dict()
     assert set(real) == set(ours)
     assert set(real["totals"]) == set(ours["totals"])

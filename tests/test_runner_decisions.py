@@ -19,9 +19,12 @@ import pytest
 from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.plan import Metric, PlannedJob
+from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.sweep.runner import StaticSource, SweepRunner, job_dir_for
+
+SHAPE = Resources(nodes=1, gpus_per_node=0, cpus_per_task=2, jobs_per_gpu=1, mem_gb=8, time_min=60)
 
 
 @dataclass
@@ -96,14 +99,14 @@ class ScriptedLauncher(Launcher):
         for job_dir in job_dirs:
             if job_dir in self.live_to_reattach:
                 index = int(job_dir.name.split("-")[0])
-                request = LaunchRequest(index=index, job_dir=job_dir, argv=[])
+                request = LaunchRequest(index=index, job_dir=job_dir, argv=[], resources=SHAPE)
                 self._went_live(index)
                 found[job_dir] = Handle(request, self.live_to_reattach[job_dir])
         return found
 
 
 def planned(n: int) -> list[PlannedJob]:
-    return [PlannedJob(i, [f"trainer.seed={i}"], {}, f"p{i}", i, None, f"h{i}", {}) for i in range(n)]
+    return [PlannedJob(i, [f"trainer.seed={i}"], {}, f"p{i}", i, None, f"h{i}", SHAPE) for i in range(n)]
 
 
 def run_sweep(tmp_path: Path, launcher: ScriptedLauncher, n: int, parallel: int = 2, max_retries: int = 2):

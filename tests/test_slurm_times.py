@@ -16,6 +16,7 @@ import pytest
 from launchers.base import JobState, LaunchRequest
 from launchers.slurm_times import SlurmRun, missing_ends, parse_runs
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.resources import Resources
 
 # `sacct --duplicates --allocations --noheader --parsable2 -o JobID,Start,End,State -j 41` with
 # SLURM_TIME_FORMAT=%s, for a job requeued once (issue 29's chaos run: 41 s, then 58 s).
@@ -82,7 +83,8 @@ def test_a_job_whose_wrapper_is_killed_gets_its_end_from_sacct(slurm_env, tmp_pa
 
     launcher = SlurmLauncher(SlurmSettings(partition="debug", poll_interval_s=0.5, requeue_grace_s=1.0))
     job_dir = tmp_path / "job"
-    request = LaunchRequest(0, job_dir, [sys.executable, "-c", SLEEPER], resources={"time_min": 5, "mem_gb": 1})
+    resources = Resources(nodes=1, gpus_per_node=0, cpus_per_task=1, jobs_per_gpu=1, mem_gb=1, time_min=5)
+    request = LaunchRequest(0, job_dir, [sys.executable, "-c", SLEEPER], resources=resources)
     job = launcher.submit(request)
     deadline = time.monotonic() + 120
     while not (starts := [e for e in attempts.read_events(job_dir) if e["event"] == "start"]):

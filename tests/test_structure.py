@@ -177,10 +177,6 @@ TWO_WAY_PACKAGES = {
         "the sweep ranks (sweep/confirm.py) and prints (sweep/run.py) with the report's model; the report "
         "reads a plan.json of schema 1 (no stated facts) with the sweep spec's own parser (report/sweepdir.py)"
     ),
-    ("rllm_sweeps.sweep", "rllm_sweeps.training"): (
-        "training/trial.py reads the Optuna pruner's settings (sweep/optuna_settings.py) until the job's "
-        "launch record carries them (issue 34, another part)"
-    ),
 }
 
 
@@ -220,9 +216,6 @@ def test_the_two_way_finder_finds_a_pair():
 JOB_SIDE_SWEEP_IMPORTS = {
     ("rllm_sweeps.job", "rllm_sweeps.sweep.pbt_member"): (
         "a PBT trial's side of the search runs in its job; it reads its membership's spec with the spec's parser"
-    ),
-    ("rllm_sweeps.training.trial", "rllm_sweeps.sweep.optuna_settings"): (
-        "the Optuna pruner's settings, until the job's launch record carries them (issue 34, another part)"
     ),
 }
 

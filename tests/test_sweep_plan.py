@@ -202,7 +202,7 @@ def test_planned_hashes_are_what_each_job_composes_to(args):
     for job in plan.jobs:
         cfg = load_config(job.overrides, notify=quiet)
         assert config_hash(cfg) == job.config_hash, job.overrides
-        assert job.resources == OmegaConf.to_container(cfg.resources, resolve=True)
+        assert job.resources.to_dict() == OmegaConf.to_container(cfg.resources, resolve=True)
 
 
 # ---- errors: all at once, each named ----------------------------------------------------------
@@ -428,7 +428,7 @@ def test_a_planned_jobs_command_passes_its_preflight_without_composing_again_and
     from launchers.local import LocalLauncher
     from rllm_sweeps import app
     from rllm_sweeps.config import load
-    from rllm_sweeps.config.planned import VALIDATED_ENV
+    from rllm_sweeps.records.launch import LAUNCH_ENV
     from rllm_sweeps.records.plan import Metric
     from rllm_sweeps.sweep.runner import JobToRun, StaticSource, SweepRunner, job_dir_for
 
@@ -440,11 +440,11 @@ def test_a_planned_jobs_command_passes_its_preflight_without_composing_again_and
     monkeypatch.setattr(load, "load_config", lambda *a, **k: composed.append(a))
     # what train.py does with the command: canonical spellings, then the pre-flight check
     argv = app.command_line(request.argv[2:], notify=quiet)
-    monkeypatch.setenv(VALIDATED_ENV, request.env[VALIDATED_ENV])
+    monkeypatch.setenv(LAUNCH_ENV, request.env[LAUNCH_ENV])
     app.preflight(argv)
     assert composed == []  # the planner validated exactly these overrides
     app.preflight([*argv, "trainer.lr=0.5"])  # not what was planned: checked as always
     assert len(composed) == 1
-    monkeypatch.delenv(VALIDATED_ENV)
+    monkeypatch.delenv(LAUNCH_ENV)
     app.preflight(argv)  # the same command typed by hand
     assert len(composed) == 2

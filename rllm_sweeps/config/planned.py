@@ -3,18 +3,16 @@ the same overrides again (about 0.5-1.5 s of every job's start).
 
 The sweeper validates each job's whole config when it plans it (config/job_composer.py, equal
 to load_config) and hands the job, beside its command, the digest of the overrides it
-validated. A job whose own overrides have that digest skips the check; any other job, a
-command typed by hand with the variable left in the shell included, is checked as always.
+validated (its launch record's `validated`, records/launch.py). A job whose own overrides have
+that digest skips the check; any other job, a command typed by hand with the variable left in the
+shell included, is checked as always.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Iterable, Mapping
-
-VALIDATED_ENV = "RLLM_SWEEPS_VALIDATED"
+from collections.abc import Iterable
 
 
 def override_key(override: str) -> str:
@@ -35,6 +33,6 @@ def overrides_digest(overrides: Iterable[str]) -> str:
     return hashlib.sha256(json.dumps(job_overrides(overrides)).encode()).hexdigest()[:16]
 
 
-def validated_by_sweeper(overrides: Iterable[str], environ: Mapping[str, str] = os.environ) -> bool:
-    digest = environ.get(VALIDATED_ENV)
+def validated_by_sweeper(overrides: Iterable[str], digest: str | None) -> bool:
+    """`digest`: the one the sweeper validated (None: a job run by hand)."""
     return digest is not None and digest == overrides_digest(overrides)

@@ -26,14 +26,12 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.layout import JobPaths
-
-GENERATION_ENV = "RLLM_SWEEPS_GENERATION"  # the generation a job process was launched as
 
 
 def append_event(job_dir: Path, event: str, **fields: Any) -> None:
@@ -203,11 +201,6 @@ def attempt_ended(job_dir: Path, scheduler_id: str, restart_count: int) -> bool:
     return False
 
 
-def generation_of(env: Mapping[str, str]) -> int:
-    """The generation a job's environment launches it as (0: not launched by a sweep)."""
-    return int(env.get(GENERATION_ENV, "0") or 0)
-
-
 # -- fencing -------------------------------------------------------------------------------------
 
 
@@ -240,13 +233,12 @@ def raise_generation(job_dir: Path) -> int:
 
 
 class AttemptFence:
-    """Whether this process is still the job's current attempt. A job run by hand (no generation
-    in its environment) is never fenced."""
+    """Whether this process is still the job's current attempt, of `generation` (its launch
+    record's, records/launch.py). A job run by hand (generation None: no launch record) is never fenced."""
 
     def __init__(self, job_dir: Path, generation: int | None = None) -> None:
         self.job_dir = Path(job_dir)
-        env = os.environ.get(GENERATION_ENV)
-        self.generation = generation if generation is not None else (int(env) if env else None)
+        self.generation = generation
 
     def current(self) -> bool:
         return self.generation is None or current_generation(self.job_dir) <= self.generation

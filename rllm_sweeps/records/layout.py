@@ -12,6 +12,7 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
       report/                           what `rllm-sweeps report` writes
       jobs/<index:04d>-<hash[:8]>/      JobPaths: one job
         config.yaml, result.json, metrics.jsonl, job.log, node-K.log, attempts.jsonl, generation,
+        launch.<generation>.json (what the sweeper hands each attempt: records/launch.py),
         ray.json, ray-auth-token (0600), checkpoints/, work/, slurm/ (submitit's files of a job
         submitted alone), .lock, skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports),
         .hydra/ (Hydra's record of the command), train.log (the job's Python log), schedule.json (settings
@@ -34,6 +35,7 @@ REPORT_DIR = "report"
 SLURM_DIR = "slurm"
 ATTEMPTS_FILE = "attempts.jsonl"
 GENERATION_FILE = "generation"
+LAUNCH_FILE = "launch.{generation}.json"
 SCHEDULE_FILE = "schedule.json"
 PBT_FILE = "pbt.json"
 PBT_BOARD_DIR = "pbt_board"
@@ -123,6 +125,11 @@ class JobPaths:
     @property
     def generation(self) -> Path:
         return self.root / GENERATION_FILE
+
+    def launch(self, generation: int) -> Path:
+        """The launch record of the job's attempt of this generation (records/launch.py): one per
+        attempt, never rewritten, so an older attempt keeps reading its own."""
+        return self.root / LAUNCH_FILE.format(generation=generation)
 
     @property
     def schedule(self) -> Path:

@@ -4,7 +4,6 @@ names of the validation metrics a job reports, and how a job's best value of eac
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +13,6 @@ from rllm_sweeps.records.layout import JobPaths
 VALIDATION_METRICS = ("val_reward_mean", "val_reward_std", "val_response_length_mean", "val_num_samples")
 # The metric a job and a sweep are judged by when none is named, and its goal.
 DEFAULT_METRIC, DEFAULT_GOAL = "val_reward_mean", "maximize"
-# The sweep's metrics and goals, handed to each job ("NAME:GOAL,..."): a job's `best` follows them.
-METRICS_ENV = "RLLM_SWEEPS_METRICS"
-
-
-def judged_metrics(env: str | None = None) -> list[tuple[str, str]]:
-    """(name, goal) of each metric the job is judged by: the sweep's (METRICS_ENV), else the default."""
-    text = os.environ.get(METRICS_ENV, "") if env is None else env
-    pairs = [tuple(item.rsplit(":", 1)) for item in text.split(",") if ":" in item]
-    return [(n, g) for n, g in pairs if g in ("maximize", "minimize")] or [(DEFAULT_METRIC, DEFAULT_GOAL)]
-
-
-def metrics_env(metrics: list[tuple[str, str]]) -> str:
-    return ",".join(f"{name}:{goal}" for name, goal in metrics)
 
 
 def best_values(validations: list[dict[str, Any]], metrics: list[tuple[str, str]]) -> dict[str, float]:

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from rllm_sweeps.records.metrics import DEFAULT_GOAL, DEFAULT_METRIC
+from rllm_sweeps.records.resources import Resources
 
 PLAN_SCHEMA_VERSION = 2  # 2: the facts (metrics, seed_key, swept) are stated
 
@@ -37,19 +38,22 @@ class PlannedJob:
     point_index: int  # the point's position among the plan's points
     seed: int | None  # the job's seed_key value
     config_hash: str  # rllm_sweeps.jobhash.config_hash of the job's resolved config
-    resources: dict[str, Any]  # the job's resources.* (nodes, gpus_per_node, time_min, ...)
+    resources: Resources | None  # the job's resources.* (None: a plan.json read back without them)
     engine: str = "jax"  # skyrl.engine
     # A job asking for GPUs: its GPU memory estimate (GiB, config/memory_need.py); None: none (no GPU
     # asked, SkyRL's GPU trainer, or the model's config.json is not here)
     gpu_memory_gib: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _JOB_FIELDS}  # shallow: written, not kept
+        out = {name: getattr(self, name) for name in _JOB_FIELDS}  # shallow: written, not kept
+        out["resources"] = None if self.resources is None else self.resources.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlannedJob:
         """A job as to_dict wrote it (the plan's spool)."""
-        return cls(**data)
+        resources = data.get("resources")
+        return cls(**{**data, "resources": None if resources is None else Resources.from_dict(resources)})
 
     @classmethod
     def from_plan_json(cls, data: Mapping[str, Any]) -> PlannedJob:
@@ -64,7 +68,7 @@ class PlannedJob:
             point_index=int(data.get("point_index", index)),
             seed=seed,
             config_hash=chash,
-            resources=dict(resources) if isinstance(resources, dict) else {},
+            resources=Resources.read(resources),
             engine=str(data.get("engine") or "jax"),
             gpu_memory_gib=data.get("gpu_memory_gib"),
         )

@@ -24,10 +24,11 @@ from launchers.base import Launcher
 from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.plan import PlannedJob, Totals
+from rllm_sweeps.records.resources import total_hours
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import Schedule, read_schedule, write_schedule
 from rllm_sweeps.sweep.param import Choice, Param
-from rllm_sweeps.sweep.plan import Plan, resource_hours
+from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.runner import StaticSource, SweepRunner
 from rllm_sweeps.sweep.space import Point
 from rllm_sweeps.sweep.spec import SweepSpec
@@ -84,7 +85,7 @@ def plan_stage(spec: SweepSpec, base_overrides: list[str], sweep_dir: Path) -> S
         jobs += point_jobs
         value = p.metrics[metric.name].mean
         notes.append(f"rank {rank + 1}: point {p.point_index} of the search ({metric.name} {value:.4g})")
-    node_h, gpu_h = resource_hours(j.resources for j in jobs)
+    node_h, gpu_h = total_hours(j.resources for j in jobs)
     totals = Totals(len(top), len(jobs), len(fresh), len(top), 0, len(jobs), node_h, gpu_h)
     return Stage(Plan(stage, list(base_overrides), jobs, totals, True, notes), schedules)
 

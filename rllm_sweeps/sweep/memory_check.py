@@ -25,7 +25,7 @@ def memory_lines(jobs: Iterable[PlannedJob], launcher: Launcher) -> list[str]:
     lines: list[str] = []
     over = []
     for job in jobs:
-        if not job.resources.get("gpus_per_node"):
+        if job.resources is None or not job.resources.gpus_per_node:
             continue
         if job.engine != "jax":
             lines.append(

@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.problems import ConfigIssue
+from rllm_sweeps.records.launch import OptunaTrial
 from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.records.plan import PlannedJob, Totals
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
-from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler
+from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler, pruner_settings
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.runner import JobSource, JobToRun, job_dir_for
 from rllm_sweeps.sweep.space import SearchSpace
@@ -202,7 +203,8 @@ class OptunaSource(JobSource):
         n = len(jobs)
         for k, job in enumerate(jobs):
             address = TrialAddress(self.storage_url, self.study_name, entry.number, k, n)
-            self.queue.append(JobToRun(job, job_dir_for(self.sweep_dir, job), env=address.to_env()))
+            trial = OptunaTrial(address, pruner_settings(self.settings))
+            self.queue.append(JobToRun(job, job_dir_for(self.sweep_dir, job), trial=trial))
         self.plan_jobs += jobs
         self._write_plan()
 

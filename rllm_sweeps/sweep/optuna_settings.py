@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rllm_sweeps.problems import Problem, did_you_mean
+from rllm_sweeps.records.launch import PrunerSettings
 from rllm_sweeps.sweep.node import node_fields
 
 Check = Callable[[Any], str | None]  # None when the value is fine, else what it should be
@@ -355,12 +356,16 @@ def _options(
 # ---- building Optuna's objects ---------------------------------------------------------
 
 
+def pruner_settings(settings: OptunaSettings) -> PrunerSettings:
+    """Optuna's pruner class and arguments the settings name: what a job's launch record carries,
+    so that the sweeper's study and every job build the same pruner without this table."""
+    part = settings.pruner_part
+    return PrunerSettings(part.cls, {**part.defaults, **settings.pruner_options})
+
+
 def make_pruner(settings: OptunaSettings) -> Any:
     """The pruner the settings name (the sweeper's study and every job build the same one)."""
-    import optuna
-
-    part = settings.pruner_part
-    return getattr(optuna.pruners, part.cls)(**{**part.defaults, **settings.pruner_options})
+    return pruner_settings(settings).build()
 
 
 def make_sampler(settings: OptunaSettings, seed: int | None, grid: Mapping[str, list[Any]] | None = None) -> Any:
@@ -393,4 +398,5 @@ __all__ = [
     "make_pruner",
     "make_sampler",
     "parse_optuna_settings",
+    "pruner_settings",
 ]

@@ -19,21 +19,10 @@ from typing import Any
 
 from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.records.plan import PlannedJob, PlanRecord, Totals
+from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.sweep.spec import SweepSpec
 from rllm_sweeps.sweep.spool import JobSpool
 from rllm_sweeps.sweeper_settings import SweeperSettings
-
-
-def resource_hours(resources: Iterable[dict[str, Any]]) -> tuple[float, float]:
-    """Node-hours and GPU-hours of jobs with these resources.* (an upper bound: their time limits)."""
-    node_h = gpu_h = 0.0
-    for r in resources:
-        nodes, gpus, minutes = r.get("nodes"), r.get("gpus_per_node"), r.get("time_min")
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (nodes, gpus, minutes)):
-            continue
-        node_h += nodes * minutes / 60
-        gpu_h += nodes * gpus * minutes / 60
-    return node_h, gpu_h
 
 
 def job_spool() -> JobSpool:
@@ -51,7 +40,7 @@ class Plan:
     totals: Totals
     complete: bool = True
     notes: list[str] = field(default_factory=list)
-    resource_shapes: list[dict[str, Any]] = field(default_factory=list)  # the distinct resources.* of the jobs
+    resource_shapes: list[Resources] = field(default_factory=list)  # the distinct resources.* of the jobs
 
     def header(self) -> dict[str, Any]:
         """plan.json without its jobs."""
@@ -169,8 +158,8 @@ def render_plan(plan: Plan, rows: int = SweeperSettings.rows, parallel: int | No
                     j.point_id[:8],
                     "" if j.seed is None else str(j.seed),
                     j.config_hash,
-                    f"{r.get('nodes', '?')} x {r.get('gpus_per_node', '?')}",
-                    f"{r.get('time_min', '?')}m",
+                    f"{r.nodes} x {r.gpus_per_node}" if r else "? x ?",
+                    f"{r.time_min}m" if r else "?m",
                     " ".join(o for o in j.overrides if o not in common),
                 )
             )
@@ -188,5 +177,4 @@ __all__ = [
     "Plan",
     "job_spool",
     "render_plan",
-    "resource_hours",
 ]

@@ -18,7 +18,6 @@ composed, with how to write the search as a random or Optuna one instead.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -33,11 +32,12 @@ from rllm_sweeps.config.overrides import unread_added_key
 from rllm_sweeps.plain_tree import plain_get, plain_get_or_none
 from rllm_sweeps.problems import ConfigError, ConfigIssue, did_you_mean_key
 from rllm_sweeps.records.plan import PlannedJob, Totals
+from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.sweep.idle_dimensions import IdleDimensions
 from rllm_sweeps.sweep.job_hashes import job_hashes
 from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.pbt_settings import pbt_job_issues
-from rllm_sweeps.sweep.plan import Plan, job_spool, resource_hours
+from rllm_sweeps.sweep.plan import Plan, job_spool
 from rllm_sweeps.sweep.point_scan import PointScanner, Scan
 from rllm_sweeps.sweep.space import Point
 from rllm_sweeps.sweep.spec import SweepError, SweepRequest, SweepSpec
@@ -136,7 +136,7 @@ class Planner:
         self.max_jobs = max_jobs
         self.progress = progress
         self.points_taken = 0  # points materialize() went through
-        self.resource_shapes: dict[str, dict[str, Any]] = {}
+        self.resource_shapes: dict[Resources, Resources] = {}  # the distinct ones, in order
         self.base_overrides = base_overrides
         self.composer = JobComposer(base_overrides)
         self.issues: list[ConfigIssue] = []  # shared with the scanner: its problems are the plan's
@@ -348,7 +348,7 @@ class Planner:
         started = time.perf_counter() if started is None else started
         reported = time.perf_counter()
         self.points_taken = 0
-        shaped: tuple[Any, Any] = (object(), None)  # the last job's resources dict and GPUs per node, and their cost
+        shaped: tuple[Any, Any] = (object(), None)  # the last job's config resources and GPUs per node, and their cost
         hours = (0.0, 0.0)
         self.job_hours = (0.0, 0.0)
         idle = IdleDimensions(spec.parameters)
@@ -392,10 +392,10 @@ class Planner:
                 idle.observe(config.plain)
                 # The jobs of a base share its resources dict: keyed, costed once (their GPUs per node may
                 # differ still: SkyRL's vLLM engines' share, gpu_trainer_rules.node_gpus).
-                source = (config.plain.get("resources"), job.resources.get("gpus_per_node"))
+                source = (config.plain.get("resources"), job.resources.gpus_per_node)
                 if source[0] is not shaped[0] or source[1] != shaped[1]:
-                    self.resource_shapes.setdefault(json.dumps(job.resources, sort_keys=True), job.resources)
-                    shaped, hours = source, resource_hours([job.resources])
+                    self.resource_shapes.setdefault(job.resources, job.resources)
+                    shaped, hours = source, job.resources.hours()
                 self.job_hours = (self.job_hours[0] + hours[0], self.job_hours[1] + hours[1])
                 for note in config.notes:
                     if note not in self.notes:
@@ -429,12 +429,11 @@ class Planner:
                 seed = plain_get(plain, self.spec.seed_key)
             except KeyError:
                 seed = None
-        resources = plain.get("resources")
-        if isinstance(resources, dict):  # what the job asks of a node: the GPUs of SkyRL's vLLM engines too
-            resources = {**resources, "gpus_per_node": node_gpus(plain)}
+        # What the job asks of a node: the GPUs of SkyRL's vLLM engines too.
+        resources = Resources.from_dict({**plain["resources"], "gpus_per_node": node_gpus(plain)})
         engine = str(plain_get_or_none(plain, "skyrl.engine") or "jax")
         estimate = None
-        if isinstance(resources, dict) and resources.get("gpus_per_node"):  # a GPU sweep: estimated (few jobs)
+        if resources.gpus_per_node:  # a GPU sweep: estimated (few jobs)
             estimate = job_memory_estimate(plain)
         return PlannedJob(
             index=index,
@@ -444,7 +443,7 @@ class Planner:
             point_index=point_index,
             seed=seed,
             config_hash=chash,
-            resources=dict(resources) if isinstance(resources, dict) else {},
+            resources=resources,
             engine=engine,
             gpu_memory_gib=None if estimate is None else round(estimate.gib, 1),
         )

@@ -20,8 +20,8 @@ from rllm_sweeps.config.gpu_trainer_rules import NODE_GPUS_KEYS, node_gpus_of
 from rllm_sweeps.config.job_composer import JobComposer, Setting
 from rllm_sweeps.plain_tree import plain_get, related, value_is_plain
 from rllm_sweeps.problems import ConfigError, ConfigIssue
+from rllm_sweeps.records.resources import hours
 from rllm_sweeps.sweep.constraints import ConstraintEvalError
-from rllm_sweeps.sweep.plan import resource_hours
 from rllm_sweeps.sweep.space import Point, SearchSpace
 from rllm_sweeps.sweep.spec import SweepSpec
 from rllm_sweeps.sweep.values import format_value
@@ -152,17 +152,17 @@ class PointScanner:
         read = self.reader(point, RESOURCE_KEYS)
         if read is None:
             return 0.0, 0.0
-        resources = {}
+        values = {}  # a value that cannot be read: no cost
         for key in ("resources.nodes", "resources.time_min"):
             try:
-                resources[key.split(".", 1)[1]] = read(key)
+                values[key] = read(key)
             except KeyError:
                 pass
         try:
-            resources["gpus_per_node"] = node_gpus_of(read)
+            gpus = node_gpus_of(read)
         except KeyError:
-            pass
-        return resource_hours([resources])
+            gpus = None
+        return hours(values.get("resources.nodes"), gpus, values.get("resources.time_min"))
 
     def constant_cost(self) -> tuple[float, float] | None:
         """A job's cost when it is the same for every job (no group choices, resources not swept)."""

@@ -23,10 +23,11 @@ from typing import Any
 
 from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from rllm_sweeps.config.paths import REPO_ROOT, checkout_file
-from rllm_sweeps.config.planned import VALIDATED_ENV, job_overrides, overrides_digest
+from rllm_sweeps.config.planned import job_overrides, overrides_digest
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.launch import JobLaunch, OptunaTrial, launch_env
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
-from rllm_sweeps.records.metrics import METRICS_ENV, metrics_env, read_metrics, same_value
+from rllm_sweeps.records.metrics import read_metrics, same_value
 from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import FailureKind, JobStatus
@@ -40,11 +41,11 @@ TRAIN = REPO_ROOT / "train.py"
 
 @dataclass
 class JobToRun:
-    """A planned job, the directory it runs in, and what else its process needs."""
+    """A planned job, the directory it runs in, and the Optuna trial it reports to (None: not a trial)."""
 
     job: PlannedJob
     job_dir: Path
-    env: dict[str, str] = field(default_factory=dict)  # e.g. the Optuna trial it reports to
+    trial: OptunaTrial | None = None
 
 
 class JobSource(abc.ABC):
@@ -179,9 +180,8 @@ class SweepRunner:
         self.launcher = launcher
         self.parallel = parallel
         self.metric = metric
-        # Each job's `best` follows the sweep's metrics and goals.
-        judged = [(m.name, m.goal) for m in (metrics or [metric])]
-        self.metric_env = {METRICS_ENV: metrics_env(judged)}
+        # Each job's `best` follows the sweep's metrics and goals (its launch record's).
+        self.judged = tuple(metrics or [metric])
         self.max_retries = max_retries
         self.progress_every_s = progress_every_s
         self.started = time.monotonic()
@@ -255,16 +255,27 @@ class SweepRunner:
     # -- starting ------------------------------------------------------------------------
 
     def request(self, run: JobToRun) -> LaunchRequest:
-        """The job's command; it runs as a new generation of the job, so that an earlier attempt
-        still running somewhere (a node SLURM lost touch with) can no longer write its records."""
+        """The job's command and its launch record; it runs as a new generation of the job, so that an
+        earlier attempt still running somewhere (a node SLURM lost touch with) can no longer write its
+        records. The record is this generation's own file: that attempt keeps reading its own."""
         job = run.job
+        if job.resources is None:  # only a plan.json read back without them has none, never a planned job
+            raise ValueError(f"job {job.index} of {self.sweep_dir} has no resources to launch it with")
         overrides = job_overrides(job.overrides)
         argv = [sys.executable, str(checkout_file(TRAIN)), *overrides, f"hydra.run.dir={run.job_dir}"]
         path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
         generation = attempts.raise_generation(run.job_dir)
-        env = {"PYTHONPATH": path, **self.metric_env, attempts.GENERATION_ENV: str(generation), **run.env}
-        env[VALIDATED_ENV] = overrides_digest(overrides)  # the planner validated the job's config
-        return LaunchRequest(index=job.index, job_dir=run.job_dir, argv=argv, resources=job.resources, env=env)
+        # overrides_digest: the planner validated the job's config, its pre-flight check need not.
+        launch = JobLaunch(generation, overrides_digest(overrides), self.judged, run.trial)
+        env = {"PYTHONPATH": path, **launch_env(launch.write(run.job_dir))}
+        return LaunchRequest(
+            index=job.index,
+            job_dir=run.job_dir,
+            argv=argv,
+            resources=job.resources,
+            env=env,
+            generation=generation,
+        )
 
     def start(self, run: JobToRun, retries: int = 0, reasons: list[str] | None = None) -> None:
         handle = self.launcher.submit(self.request(run))

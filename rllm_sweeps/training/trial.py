@@ -1,14 +1,16 @@
 """A training job's side of an Optuna trial: report the objective at each validation, ask the pruner.
 
-    reporter = TrialReporter.from_env(total_steps)   # None outside an Optuna sweep
-    reporter.on_validation(metrics)                  # from the loop's on_validation_end hook
-    reporter.pruned_at                               # the step the pruner stopped it at, or None
+    reporter = TrialReporter.of_launch(launch, total_steps)   # None outside an Optuna sweep
+    reporter.on_validation(metrics)        # from the loop's on_validation_end hook
+    reporter.pruned_at                     # the step the pruner stopped it at, or None
 
 The sweeper creates and finishes trials (ask, tell); a job only reports intermediate values
-and may find its trial pruned. The objective is reported after every validation that
-follows a training step (the validation before training is the same for every trial and
-tells the pruner nothing). The pruner is not asked at the last step: the trial then
-completes, with its final value.
+and may find its trial pruned. Its trial and the study's pruner come in its launch record
+(records/launch.py: OptunaTrial); the objectives' names from the study.
+
+The objective is reported after every validation that follows a training step (the validation
+before training is the same for every trial and tells the pruner nothing). The pruner is not
+asked at the last step: the trial then completes, with its final value.
 
 Seed replicates of a trial are separate jobs. Each records its value at a step (trial user
 attribute `replica_K_values`); the replicate that completes a step reports the mean of all
@@ -22,13 +24,13 @@ reports fails the job at once (MetricNotReported) with the names it does report.
 from __future__ import annotations
 
 import math
-import os
 import statistics
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage
+from rllm_sweeps.records.launch import JobLaunch, OptunaTrial
+from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, open_storage
 
 PRUNED_AT = "pruned_at_step"  # trial user attribute: the step a replicate was pruned at
 
@@ -48,12 +50,10 @@ def replica_key(replica: int) -> str:
 class TrialReporter:
     """Reports one job's validation metrics to its Optuna trial and asks the pruner."""
 
-    def __init__(self, address: TrialAddress, total_steps: int) -> None:
+    def __init__(self, trial: OptunaTrial, total_steps: int) -> None:
         import optuna
 
-        from rllm_sweeps.sweep.optuna_settings import OptunaSettings, make_pruner
-
-        self.address = address
+        self.address = address = trial.address
         self.total_steps = total_steps
         self.storage = open_storage(address.storage)
         study_id = self.storage.get_study_id_from_name(address.study)
@@ -61,8 +61,7 @@ class TrialReporter:
         if not attrs.metrics:
             raise ValueError(f"study {address.study!r} has no '{STUDY_ATTR}' attribute: it was not made by a sweep")
         self.metrics = attrs.metrics
-        pruner = make_pruner(OptunaSettings(pruner=attrs.pruner, pruner_options=attrs.pruner_options))
-        self.study = optuna.load_study(study_name=address.study, storage=self.storage, pruner=pruner)
+        self.study = optuna.load_study(study_name=address.study, storage=self.storage, pruner=trial.pruner.build())
         self.trial_id = self.storage.get_trial_id_from_study_id_trial_number(study_id, address.trial)
         self.trial = optuna.trial.Trial(self.study, self.trial_id)
         self._check_running()
@@ -70,10 +69,9 @@ class TrialReporter:
         self._checked = False
 
     @classmethod
-    def from_env(cls, total_steps: int, environ: Mapping[str, str] = os.environ) -> TrialReporter | None:
-        """The reporter of the trial named in the environment, or None (not an Optuna sweep's job)."""
-        address = TrialAddress.from_env(environ)
-        return None if address is None else cls(address, total_steps)
+    def of_launch(cls, launch: JobLaunch | None, total_steps: int) -> TrialReporter | None:
+        """The reporter of the trial the job's launch record names, or None (not an Optuna sweep's job)."""
+        return None if launch is None or launch.trial is None else cls(launch.trial, total_steps)
 
     def _check_running(self) -> None:
         import optuna
