@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rllm_sweeps.data.files import DataFile, datasets_cache
-from rllm_sweeps.data.template_bytes import row_bounds
+from rllm_sweeps.data.template_bytes import content_bytes, row_bounds
 
 # A cached entry: >= 0, the row's tokens; < 0, not counted and at most (-entry - 1) tokens.
 BATCH = 4096  # prompts rendered (and tokenized) at a time
@@ -67,12 +67,8 @@ def byte_bound(tokenizer: Any) -> ByteBound | None:
 
 def _bytes(texts: list[str], form: str | None) -> np.ndarray:
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    arr = pa.array(texts, pa.large_string())
-    if form is not None:
-        arr = pc.utf8_normalize(arr, form)
-    return pc.binary_length(arr).to_numpy(zero_copy_only=False)
+    return content_bytes(pa.array(texts, pa.large_string()), form)
 
 
 def fitting_rows(file: DataFile, tokenizer: Any, model_dir: Path, limit: int) -> np.ndarray:

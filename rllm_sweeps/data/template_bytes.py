@@ -71,15 +71,17 @@ def _message_bounds(column: Any, chat: Any, normalization: str | None, n: int) -
     if contents.null_count or roles.null_count:
         return unbounded
     parent = pc.list_parent_indices(column).to_numpy()
-    sizes = np.diff(column.offsets.to_numpy())
-    if sizes.max(initial=0) > MAX_MESSAGES:
+    offsets = column.offsets.to_numpy()
+    sizes = np.diff(offsets)
+    longest = int(sizes.max(initial=0))
+    if longest > MAX_MESSAGES:
         return unbounded
     contents_total = np.bincount(parent, weights=content_bytes(contents, normalization), minlength=n)
     # Each row's roles as a row of codes (-1 past its last message): its shape, one template rendering each.
     encoded = pc.dictionary_encode(roles)
     names = encoded.dictionary.to_pylist()
-    codes = np.full((n, max(int(sizes.max(initial=0)), 1)), -1, dtype=np.int16)
-    position = np.arange(len(parent)) - np.repeat(column.offsets.to_numpy()[:-1], sizes)
+    codes = np.full((n, max(longest, 1)), -1, dtype=np.int16)
+    position = np.arange(len(parent)) - np.repeat(offsets[:-1], sizes)
     codes[parent, position] = encoded.indices.to_numpy()
     shapes, shape_of_row = np.unique(codes, axis=0, return_inverse=True)
     overheads = np.array(
