@@ -28,7 +28,7 @@ class GpuRequest:
     """What one job asks of the machine's GPUs."""
 
     gpus: int  # resources.gpus_per_node
-    jobs_per_gpu: int = 1  # resources.jobs_per_gpu: the job takes 1/jobs_per_gpu of each of its GPUs
+    jobs_per_gpu: int  # resources.jobs_per_gpu: the job takes 1/jobs_per_gpu of each of its GPUs
 
     @property
     def share(self) -> Fraction:

@@ -36,7 +36,7 @@ def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:
     rows = {}
     for line in out.splitlines():
         job_id, state, nodes, elapsed = line.split("|")
-        rows[job_id] = {"state": state.split()[0], "nodes": nodes, "elapsed": elapsed}
+        rows[job_id] = {"state": state.split()[0], "node_list": nodes, "elapsed": elapsed}
     return rows
 
 
@@ -69,7 +69,7 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
                 "slurm_id": ids[job_dir] or "-",
                 "state": sched.get("state") or (result.status if result else "no-result"),
                 "result": result.status if result else "-",
-                "nodes": sched.get("nodes", "local"),
+                "nodes": sched.get("node_list", "local"),
                 "gpus": (result.gpus if result else None) or "-",  # the CUDA_VISIBLE_DEVICES it ran with
                 "elapsed": elapsed,
                 "step": str(last.get("step", "")),

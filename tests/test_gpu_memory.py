@@ -40,7 +40,7 @@ def test_the_builtin_half_billion_model_has_its_measured_parameter_count():
 
 
 def test_the_estimate_agrees_with_every_h200_run():
-    shared, whole = memory_fraction(GpuRequest(1, 2), {}), memory_fraction(GpuRequest(1), {})
+    shared, whole = memory_fraction(GpuRequest(1, 2), {}), memory_fraction(GpuRequest(1, 1), {})
     assert (shared, whole) == (0.45, 0.75)
     assert not fits(64, shared)  # two sharing one GPU at micro batch 64: both out of memory
     assert fits(16, shared)  # at 16: both completed

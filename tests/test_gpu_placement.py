@@ -25,20 +25,20 @@ FREE = {"0": Fraction(1), "1": Fraction(1)}
 
 
 def test_a_job_of_no_gpu_always_starts_and_gets_none():
-    assert place({}, GpuRequest(0)) == ()
-    assert place({"0": Fraction(0)}, GpuRequest(0)) == ()
+    assert place({}, GpuRequest(0, 1)) == ()
+    assert place({"0": Fraction(0)}, GpuRequest(0, 1)) == ()
 
 
 def test_one_gpu_jobs_take_free_gpus_in_order_and_wait_when_all_are_busy():
-    assert place(FREE, GpuRequest(1)) == ("0",)
-    assert place({"0": Fraction(0), "1": Fraction(1)}, GpuRequest(1)) == ("1",)
-    assert place({"0": Fraction(0), "1": Fraction(0)}, GpuRequest(1)) is None
+    assert place(FREE, GpuRequest(1, 1)) == ("0",)
+    assert place({"0": Fraction(0), "1": Fraction(1)}, GpuRequest(1, 1)) == ("1",)
+    assert place({"0": Fraction(0), "1": Fraction(0)}, GpuRequest(1, 1)) is None
 
 
 def test_a_two_gpu_job_needs_two_whole_free_gpus():
-    assert place(FREE, GpuRequest(2)) == ("0", "1")
-    assert place({"0": Fraction(1, 2), "1": Fraction(1)}, GpuRequest(2)) is None
-    assert place({"0": Fraction(1), "1": Fraction(1), "2": Fraction(1)}, GpuRequest(2)) == ("0", "1")
+    assert place(FREE, GpuRequest(2, 1)) == ("0", "1")
+    assert place({"0": Fraction(1, 2), "1": Fraction(1)}, GpuRequest(2, 1)) is None
+    assert place({"0": Fraction(1), "1": Fraction(1), "2": Fraction(1)}, GpuRequest(2, 1)) == ("0", "1")
 
 
 def test_k_jobs_share_a_gpu_and_fill_the_emptiest_first():
@@ -48,7 +48,7 @@ def test_k_jobs_share_a_gpu_and_fill_the_emptiest_first():
     assert got == [("0",), ("1",), ("0",), ("1",), None]  # 2 per GPU, spread before doubled up
     pool.release(2)
     assert pool.take(5, half) == ("0",)  # the freed half
-    assert pool.take(6, GpuRequest(1)) is None  # a whole GPU: none is free
+    assert pool.take(6, GpuRequest(1, 1)) is None  # a whole GPU: none is free
 
 
 def test_the_machines_gpus_honour_an_existing_cuda_visible_devices():
@@ -60,14 +60,14 @@ def test_the_machines_gpus_honour_an_existing_cuda_visible_devices():
 
 
 def test_a_jobs_environment_shows_its_gpus_and_caps_a_shared_jobs_jax_memory():
-    assert job_environment(("1",), GpuRequest(1), machine_has_gpus=True) == {"CUDA_VISIBLE_DEVICES": "1"}
+    assert job_environment(("1",), GpuRequest(1, 1), machine_has_gpus=True) == {"CUDA_VISIBLE_DEVICES": "1"}
     assert job_environment(("0",), GpuRequest(1, 2), True) == {
         "CUDA_VISIBLE_DEVICES": "0",
         "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.45",
     }
     assert job_environment(("0",), GpuRequest(1, 4), True)["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.22"
-    assert job_environment((), GpuRequest(0), True) == {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
-    assert job_environment((), GpuRequest(0), False) == {}  # a CPU machine: nothing to hide
+    assert job_environment((), GpuRequest(0, 1), True) == {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
+    assert job_environment((), GpuRequest(0, 1), False) == {}  # a CPU machine: nothing to hide
 
 
 def test_more_gpus_than_the_machine_has_is_refused_before_anything_starts():

@@ -249,7 +249,7 @@ def test_job_cluster_exports_its_address_and_stops_everything(tmp_path, monkeypa
     monkeypatch.setenv("RAY_ADDRESS", decoy)
     for key in [k for k in os.environ if k.startswith("SLURM_")]:
         monkeypatch.delenv(key)
-    with job_ray_cluster(tmp_path, num_cpus=3, num_gpus=0) as ray:  # 3 > cores: from the caller
+    with job_ray_cluster(tmp_path, num_cpus=3, num_gpus=0, nodes=1) as ray:  # 3 > cores: from the caller
         assert os.environ["RAY_ADDRESS"] == ray.address == _record(tmp_path)["address"]
         # Token authentication, with this attempt's token in the job directory (0600), its path
         # in this process's environment and ray.json, the token itself in neither.
@@ -457,7 +457,7 @@ def test_ray_actors_given_the_jobs_jax_cache_options_compile_into_the_jobs_cache
         jax.jit(lambda x: x * 2 + 1)(jnp.arange(3)).block_until_ready()
         return str(jax.config.jax_compilation_cache_dir)
 
-    with job_ray_cluster(tmp_path / "job", num_cpus=1, num_gpus=0) as cluster:
+    with job_ray_cluster(tmp_path / "job", num_cpus=1, num_gpus=0, nodes=1) as cluster:
         ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
         try:
             options = with_jax_cache_env({"num_cpus": 1}, cache)

@@ -347,9 +347,44 @@ def _enum_values(node: ast.ClassDef) -> set[str]:
     }
 
 
+# Fields named like a resource that hold something else, each with why (not a second default of it).
+NOT_RESOURCE_DEFAULTS = {
+    ("rllm_sweeps.records.result", "nodes"): "the nodes the job's Ray cluster counted (1 before it counts them)",
+}
+# Where keyword arguments named like a resource are the local SLURM cluster's own shape, not a job's.
+LOCAL_CLUSTER = "rllm_sweeps.local_slurm"
+
+
+def resource_defaults(name: str, tree: ast.AST, fields: set[str]) -> bool:
+    """A module that supplies a value of its own for a job's resource: a class field named like one
+    given a default, `.get("gpus_per_node", 1)` (or "resources.gpus_per_node"), a call naming
+    "resources.X" with a default=, or a keyword argument named like one given a default."""
+    keys = fields | {f"resources.{f}" for f in fields}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+                    if item.target.id in fields and (name, item.target.id) not in NOT_RESOURCE_DEFAULTS:
+                        return True
+        elif isinstance(node, ast.Call):
+            named = [a for a in node.args if isinstance(a, ast.Constant) and a.value in keys]
+            is_get = isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+            if named and ((is_get and len(node.args) == 2) or any(k.arg == "default" for k in node.keywords)):
+                return True
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not name.startswith(LOCAL_CLUSTER):
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            with_default = positional[len(positional) - len(args.defaults) :]
+            with_default += [a for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+            if any(a.arg in fields for a in with_default):
+                return True
+    return False
+
+
 def fact_definitions() -> dict[str, set[str]]:
     """Each fact -> the modules that define it (a value, a list of names, a class of fields)."""
     from rllm_sweeps.records.plan import PlannedJob
+    from rllm_sweeps.records.resources import FIELDS as RESOURCE_FIELDS
     from rllm_sweeps.records.status import JobStatus
     from rllm_sweeps.sweep.node import node_fields
     from rllm_sweeps.sweeper_settings import SweeperSettings
@@ -368,11 +403,15 @@ def fact_definitions() -> dict[str, set[str]]:
         "the sweeper's settings": set(),
         "the job states": set(),
         "plan.json's job fields": set(),
+        "resource defaults": set(),  # conf/config.yaml's `resources:` declares them (records/resources.py reads it)
     }
     for name, path in modules().items():
         if name.startswith("bench"):  # benchmarks pick their own sizes (bench/plan.py: --large 100000)
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        if resource_defaults(name, tree, set(RESOURCE_FIELDS)):
+            found["resource defaults"].add(name)
+        for node in ast.walk(tree):
             value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
             if (isinstance(node, ast.Constant) and node.value in prefixes) or (
                 isinstance(value, ast.Constant) and value.value == "skyrl"
@@ -402,6 +441,20 @@ def fact_definitions() -> dict[str, set[str]]:
     return found
 
 
+def test_the_resource_default_finder_finds_defaults():
+    def found(source: str, name: str = "launchers.x") -> bool:
+        return resource_defaults(name, ast.parse(source), {"jobs_per_gpu", "nodes"})
+
+    assert found("class GpuRequest:\n    gpus: int\n    jobs_per_gpu: int = 1\n")
+    assert found('n = res.get("nodes", 1)') and found('n = cfg.get("resources.nodes", 1)')
+    assert found('n = OmegaConf.select(cfg, "resources.nodes", default=1)')
+    assert found("def start(gpus, jobs_per_gpu=1): ...") and found("def start(*, nodes: int = 1): ...")
+    assert not found("class GpuRequest:\n    gpus: int\n    jobs_per_gpu: int\n")
+    assert not found('n = res["nodes"]') and not found('n = res.get("nodes")') and not found("def start(nodes): ...")
+    assert not found("def up(*, nodes: int = 1): ...", name=LOCAL_CLUSTER + ".cluster")
+    assert not found("class JobResult:\n    nodes: int = 1\n", name="rllm_sweeps.records.result")
+
+
 def test_each_fact_is_defined_once():
     assert fact_definitions() == {
         "the sweep node's settings": set(),
@@ -410,6 +463,7 @@ def test_each_fact_is_defined_once():
         "the sweeper's settings": {"rllm_sweeps.sweeper_settings"},
         "the job states": {"rllm_sweeps.records.status"},
         "plan.json's job fields": {"rllm_sweeps.records.plan"},
+        "resource defaults": set(),
     }
     # Hydra's ConfigStore registers the same dataclass the run receives.
     plugin = (REPO / "hydra_plugins/rllm_sweeps_sweeper/sweeper.py").read_text()

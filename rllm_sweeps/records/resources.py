@@ -1,10 +1,11 @@
 """A job's resources: its `resources.*`, as the planner read them from its composed config, for the
-launchers to size it by (SLURM's flags, a local job's GPUs) and plan.json to record.
+launchers to size it by (SLURM's flags, a local job's GPUs) and plan.json to record. A job that
+leaves them has conf/config.yaml's `resources:` (their only definition), as plan.json records it:
 
     {"nodes": 1, "gpus_per_node": 0, "cpus_per_task": 2, "jobs_per_gpu": 1, "mem_gb": 8, "time_min": 60}
 
-Their defaults are conf/config.yaml's alone: every job's config has every key, so no reader
-supplies a value of its own. Standard library only.
+Every job's config has every key, so no reader supplies a value of its own (tests/test_structure.py
+checks it). Standard library only.
 """
 
 from __future__ import annotations

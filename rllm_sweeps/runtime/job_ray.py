@@ -104,7 +104,7 @@ def worker_file(job_dir: Path, rank: int) -> Path:
 
 @contextlib.contextmanager
 def job_ray_cluster(
-    job_dir: Path, num_cpus: int, num_gpus: int, nodes: int = 1, join_timeout_s: float = JOIN_TIMEOUT_S
+    job_dir: Path, num_cpus: int, num_gpus: int, nodes: int, join_timeout_s: float = JOIN_TIMEOUT_S
 ) -> Iterator[JobRay]:
     """Bring up the job's Ray head, wait for ``nodes`` nodes, export RAY_ADDRESS; on exit
     disconnect this process's driver and stop exactly the head's processes."""
