@@ -12,8 +12,10 @@ import pytest
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from rllm_sweeps.problems import Problems
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError, ConstraintSyntaxError
 from rllm_sweeps.sweep.parse_cli import SWEEP_DIR, parse_sweep, sweep_file_path
+from rllm_sweeps.sweep.parse_file import SpecParser
 from rllm_sweeps.sweep.space import SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec
 from rllm_sweeps.sweep.values import format_value, parse_value, same
@@ -127,6 +129,28 @@ def test_seed_sweep_on_the_command_line_means_replicates():
 
 
 # ---- sweep files and the command line --------------------------------------------------------
+
+
+def test_a_setting_left_unset_or_invalid_takes_the_spec_types_default():
+    unset = SweepSpec.from_dict({"parameters": {"trainer.lr": {"values": [1e-4]}}})
+    defaults = SweepSpec()
+    assert (unset.method, unset.metric, unset.seed_key, unset.parallel, unset.seed) == (
+        defaults.method,
+        defaults.metric,
+        defaults.seed_key,
+        defaults.parallel,
+        defaults.seed,
+    )
+    assert parse_sweep(["trainer.lr=1e-4,2e-4"]).spec.source == defaults.source  # no sweep file
+    parser = SpecParser(Problems())
+    bad = parser.build({"method": "nope", "parallel": 0, "seed": "x", "seed_key": ""}, "f", {}, [], make=SweepSpec)
+    assert (bad.method, bad.parallel, bad.seed, bad.seed_key) == (
+        defaults.method,
+        defaults.parallel,
+        defaults.seed,
+        defaults.seed_key,
+    )
+    assert len(parser.problem.issues) == 4
 
 
 def test_command_line_wins_over_the_file_key_by_key(tmp_path):

@@ -170,7 +170,7 @@ def _parse_command_line(
         else:
             rest.append((o, where))
     data: dict[str, Any] = {}
-    source = "command line"
+    source = SweepSpec.source  # no sweep file: "command line"
     if file_path is not None:
         source = display(file_path)
         if not file_path.is_file():

@@ -11,13 +11,14 @@ settings of the command line on top of it, or plan.json's `spec` read back:
     constraints: ["rollout.n * data.train_batch_size <= 512"]
 
 The parser is handed the type it makes (`SweepSpec`, whose `from_dict` calls it), so that
-spec.py can call the parser without the parser importing spec.py back.
+spec.py can call the parser without the parser importing spec.py back; a setting left unset takes
+that type's default (SweepSpec's fields: their one definition).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rllm_sweeps.config.rules import path_name
 from rllm_sweeps.config.spelling import canonical_key
@@ -37,7 +38,23 @@ METHODS = ("grid", "random", "optuna", "pbt")
 GOALS = ("maximize", "minimize")
 SEED_KEY = "trainer.seed"
 
-SpecT = TypeVar("SpecT")
+
+class SpecDefaults(Protocol):
+    """What the parser reads of the type it makes, built with no arguments: its defaults."""
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def metric(self) -> tuple[Metric, ...]: ...
+    @property
+    def seed_key(self) -> str: ...
+    @property
+    def parallel(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+
+
+SpecT = TypeVar("SpecT", bound=SpecDefaults)
 
 
 class SpecParser:
@@ -56,7 +73,9 @@ class SpecParser:
         cli_params: list[Param],
         make: Callable[..., SpecT],
     ) -> SpecT:
-        """The spec (`make(**parts)`) from the file's node, the command line's settings and its parameters."""
+        """The spec (`make(**parts)`) from the file's node, the command line's settings and its parameters;
+        what none of them sets is `make()`'s."""
+        default = make()
         if not isinstance(data, Mapping):
             self.problem(source, f"a sweep is a mapping, got {data!r}")
             data = {}
@@ -87,15 +106,15 @@ class SpecParser:
             value, where = raw.get(key, (None, f"{source}: {key}"))
             return (default if value is None else value), where
 
-        method, where = get("method", "grid")
+        method, where = get("method", default.method)
         if method not in METHODS:
             self.problem(where, f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
-            method = "grid"
-        metric = self.metrics(*get("metric"), metric_parts)
-        seed_key, where = get("seed_key", SEED_KEY)
+            method = default.method
+        metric = self.metrics(*get("metric"), metric_parts) or default.metric
+        seed_key, where = get("seed_key", default.seed_key)
         if not isinstance(seed_key, str) or not seed_key:
             self.problem(where, f"seed_key is a config key, got {seed_key!r}")
-            seed_key = SEED_KEY
+            seed_key = default.seed_key
 
         params: dict[str, Param] = {}
         file_params, where = get("parameters", {})
@@ -144,12 +163,12 @@ class SpecParser:
             if budget is not None:
                 self.problem(cap_where, f"run_cap is W&B's name for budget; give one of them ({budget_where})")
             budget, budget_where = run_cap, cap_where
-        budget = self.positive_int(budget, budget_where, "budget", allow_none=True)
-        parallel = self.positive_int(*get("parallel", 1), "parallel")
-        seed, where = get("seed", 0)
+        budget = self.positive_int(budget, budget_where, "budget", None)
+        parallel = self.positive_int(*get("parallel", default.parallel), "parallel", default.parallel)
+        seed, where = get("seed", default.seed)
         if not is_integer(seed):
             self.problem(where, f"seed (the sweep's random seed) is an integer, got {seed!r}")
-            seed = 0
+            seed = default.seed
         name, name_where = get("name")
         if name is not None and (bad := path_name(str(name))):
             self.problem(name_where, f"name {name!r} names the sweep's directory (multirun/PROJECT/NAME-ID): {bad}")
@@ -239,6 +258,7 @@ class SpecParser:
         )
 
     def metrics(self, value: Any, where: str, parts: Mapping[str, tuple[Any, str]]) -> tuple[Metric, ...]:
+        """The metrics given, checked; () when none is (the spec's default then)."""
         if value is None:
             value = {}
         if isinstance(value, str):
@@ -270,7 +290,7 @@ class SpecParser:
                 self.problem(at, f"metric goal {goal!r} is not one of {', '.join(GOALS)}")
                 goal = Metric.goal
             metrics.append(Metric(name, goal))
-        return tuple(metrics) or (Metric(),)
+        return tuple(metrics)
 
     def seeds(self, value: Any, where: str) -> tuple[int, ...] | None:
         if value is None:
@@ -342,10 +362,11 @@ class SpecParser:
                 self.problem(f"{where}[{i}]", f"constraint {text!r}: {err}")
         return tuple(out)
 
-    def positive_int(self, value: Any, where: str, name: str, allow_none: bool = False) -> Any:
-        if value is None and allow_none:
+    def positive_int(self, value: Any, where: str, name: str, fallback: int | None) -> Any:
+        """`value`, an integer >= 1 (or None where the fallback is None: unset); else `fallback`."""
+        if value is None and fallback is None:
             return None
         if not is_integer(value) or value < 1:
             self.problem(where, f"{name} is an integer >= 1, got {value!r}")
-            return None if allow_none else 1
+            return fallback
         return value
