@@ -13,6 +13,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from rllm_sweeps.override_text import set_value, split_override
 from rllm_sweeps.plain_tree import leaves
 from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.writable import unwritable
@@ -40,8 +41,8 @@ def command_line(argv: list[str], notify: Callable[[str], None]) -> list[str]:
 
     out = []
     for arg in canonical_overrides(argv, notify=notify):
-        key, eq, value = arg.partition("=")
-        if eq and key.lstrip("+") == "sweep" and is_sweep_file_path(value):
+        value = set_value(arg, "sweep")
+        if value is not None and is_sweep_file_path(value):
             if not Path(value).is_file():
                 fail(f"{arg}: no sweep file {value} (a sweep file by path is a YAML file; by name: conf/sweep/NAME)")
             arg = f"{SWEEP_FILE_SETTING}={Path(value).resolve()}"
@@ -79,7 +80,8 @@ def preflight(argv: list[str]) -> None:
         print(usage())
         raise SystemExit(0)
     sweep_file = next(
-        (o for o in args.overrides if o.lstrip("+").split("=", 1)[0] in ("sweep", SWEEP_FILE_SETTING)), None
+        (o for o in args.overrides if (p := split_override(o)).key in ("sweep", SWEEP_FILE_SETTING) and not p.deletes),
+        None,
     )
     if sweep_file is not None and not args.multirun:
         fail(f"'{sweep_file}' selects a sweep, which runs with -m: python train.py -m {' '.join(args.overrides)}")
@@ -115,8 +117,8 @@ def check_sweep_file(selector: str | None) -> None:
 
     if selector is None:
         return
-    key, _, value = selector.partition("=")
-    path = Path(value) if key == SWEEP_FILE_SETTING else sweep_file_path(value)
+    _, key, value = split_override(selector)
+    path = Path(value or "") if key == SWEEP_FILE_SETTING else sweep_file_path(value or "")
     if path.is_file() and (cycle := anchor_cycle(path)) is not None:
         fail(f"Invalid sweep: {display(path)}: {cycle}")
 
@@ -124,7 +126,7 @@ def check_sweep_file(selector: str | None) -> None:
 def run_dir_hint(overrides: list[str]) -> Path:
     """Where Hydra will make the job's directory, as far as the command line says before Hydra
     runs: hydra.run.dir when given plainly, else the outputs/ directory it goes under."""
-    given = [o.split("=", 1)[1] for o in overrides if o.lstrip("+").startswith("hydra.run.dir=")]
+    given = [v for o in overrides if (v := set_value(o, "hydra.run.dir")) is not None]
     return Path(given[-1]) if given and "${" not in given[-1] else Path("outputs")
 
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from rllm_sweeps.config.paths import REPO_ROOT
+from rllm_sweeps.override_text import override_key
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import read_schedule, write_schedule
@@ -49,7 +50,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     schedule = read_schedule(job_dir)
     if schedule.segments:
         write_schedule(out, schedule)
-    overrides = [o for o in recorded.overrides if not o.lstrip("+~").startswith("hydra.")]
+    overrides = [o for o in recorded.overrides if not override_key(o).startswith("hydra.")]
     print(f"rerun of {job_dir} in {out}: train.py {' '.join(overrides)}", flush=True)
     command = [sys.executable, str(REPO_ROOT / "train.py"), *overrides, f"hydra.run.dir={out}"]
     return subprocess.run(command, cwd=REPO_ROOT, check=False).returncode

@@ -14,10 +14,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 
-
-def override_key(override: str) -> str:
-    """The key (or group) an override sets: `+trainer.lr=1e-4` -> `trainer.lr`, `~skyrl.jax` -> `skyrl.jax`."""
-    return override.partition("=")[0].lstrip("+~")
+from rllm_sweeps.override_text import override_key
 
 
 def is_hydra_override(override: str) -> bool:

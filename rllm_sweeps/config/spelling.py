@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
+from rllm_sweeps.override_text import split_override, split_prefix
 
 RLLM_PREFIX = "rllm."
 RLLM_GROUPS = {"rllm/backend": "backend"}  # rLLM's config groups -> ours
@@ -175,9 +176,8 @@ def _literal(value: Any) -> str:
 def canonical_override(override: str) -> str:
     if "=" not in override:
         return override  # not an override (Hydra reports it)
-    lhs, _, rhs = override.partition("=")
-    prefix = lhs[: len(lhs) - len(lhs.lstrip("+~"))]
-    key = lhs[len(prefix) :]
+    written = split_override(override)
+    prefix, key = written.prefix, written.key
     if not key or key.startswith("hydra") or any(c in key for c in " @"):
         return override  # hydra's own keys; `group@package` forms stay Hydra's
     canonical = canonical_key(key)
@@ -185,9 +185,9 @@ def canonical_override(override: str) -> str:
         canonical = _dual_path_spelling(key, override)
     if prefix == "+" and _is_leaf(canonical):
         prefix = ""  # rLLM adds keys its own tree lacks; this tree has the setting: set it
-    if canonical == key and prefix == lhs[: len(lhs) - len(key)]:
+    if canonical == key and prefix == written.prefix:
         return override
-    return f"{prefix}{canonical}={rhs}"
+    return f"{prefix}{canonical}={written.value}"
 
 
 def _is_leaf(key: str) -> bool:
@@ -243,8 +243,8 @@ def canonical_sweep_node(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _canonical_prefixed(key: str) -> str:
-    prefix = key[: len(key) - len(key.lstrip("+"))]
-    return prefix + canonical_key(key[len(prefix) :])
+    prefix, bare = split_prefix(key)
+    return prefix + canonical_key(bare)
 
 
 __all__ = [

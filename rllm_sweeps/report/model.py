@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.override_text import override_key
 from rllm_sweeps.records.attempts import read_attempts, total_time_s
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
 from rllm_sweeps.records.metrics import best_values, never_moved, read_metrics, same_value
@@ -230,7 +231,7 @@ def read_confirmation(sweep_dir: Path, points: list[PointRow], metric: Metric) -
 
 def _key_of(element: str) -> str:
     """The config key of an override's left side: '+a.b@pkg' -> 'a.b'."""
-    return element.lstrip("+~").split("@", 1)[0]
+    return override_key(element).split("@", 1)[0]
 
 
 def _without_seed(overrides: list[str], seed_key: str) -> list[str]:

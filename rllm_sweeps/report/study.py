@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.override_text import override_key
 from rllm_sweeps.records.plan import PlanRecord
 from rllm_sweeps.study import STUDY_ATTR, is_database_url, open_storage, storage_url
 
@@ -153,7 +154,7 @@ def _searched(best: BestTrial) -> str:
     keys = set()
     for name in best.params:
         keys.update(name[4:-1].split(",") if name.startswith("zip(") else [name])
-    chosen = [o for o in best.overrides if o.split("=", 1)[0].lstrip("+") in keys]
+    chosen = [o for o in best.overrides if override_key(o) in keys]
     return " ".join(chosen) or " ".join(f"{k}={v}" for k, v in best.params.items())
 
 

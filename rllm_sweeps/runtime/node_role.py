@@ -13,6 +13,8 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from rllm_sweeps.override_text import set_value
+
 JOB_DIR_OVERRIDE = "hydra.run.dir"  # where the nodes of a job find each other (ray.json)
 MULTIRUN_FLAGS = ("-m", "--multirun")  # Hydra's: train.py runs the sweeper, not a job
 
@@ -40,8 +42,7 @@ class NoJobDir(ValueError):
 def job_dir_of(argv: Sequence[str]) -> Path | None:
     """The job directory given on train.py's command line (`hydra.run.dir=DIR`), if any."""
     for arg in argv:
-        key, eq, value = arg.partition("=")
-        if eq and key.lstrip("+") == JOB_DIR_OVERRIDE:
+        if (value := set_value(arg, JOB_DIR_OVERRIDE)) is not None:
             return Path(value)
     return None
 

@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.paths import is_sweep_file_path
 from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
+from rllm_sweeps.override_text import override_key
 from rllm_sweeps.problems import ConfigIssue, Problems, did_you_mean
 from rllm_sweeps.sweep.param import Param
 from rllm_sweeps.sweep.parse_file import SEED_KEY, SpecParser
@@ -185,7 +186,7 @@ def _parse_command_line(
             except Exception as err:  # YAML syntax
                 problem(source, f"cannot read the sweep file: {err}")
     file_params = data.get("parameters") if isinstance(data, dict) else None
-    file_keys = {str(k).lstrip("+") for k in file_params} if isinstance(file_params, Mapping) else set()
+    file_keys = {override_key(str(k)) for k in file_params} if isinstance(file_params, Mapping) else set()
     seed_key = settings.get("seed_key", (None, ""))[0] or data.get("seed_key") or SEED_KEY
     seeds_set = data.get("seeds") is not None or settings.get("seeds", (None, ""))[0] is not None
 

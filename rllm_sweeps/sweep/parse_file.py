@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from rllm_sweeps.config.rules import path_name
 from rllm_sweeps.config.spelling import canonical_key
+from rllm_sweeps.override_text import override_key
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.records.metrics import EPISODE_METRICS, VALIDATION_METRICS, canonical_metric, is_validation_metric
 from rllm_sweeps.records.plan import Metric
@@ -319,7 +320,7 @@ class SpecParser:
         seen: dict[str, int] = {}
         for gi, group in enumerate(value):
             at = f"{where}[{gi}]"
-            keys = tuple(str(k).lstrip("+") for k in group)
+            keys = tuple(override_key(str(k)) for k in group)
             if len(keys) < 2:
                 self.problem(at, f"a zip group pairs two keys or more, got {list(keys)}")
                 continue

@@ -25,6 +25,7 @@ from hydra.errors import HydraException
 from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.overrides import config_groups
 from rllm_sweeps.config.private_api import config_loader
+from rllm_sweeps.override_text import split_prefix
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.sweep.param import Choice, Param
 from rllm_sweeps.sweep.values import format_value, parse_value
@@ -83,9 +84,8 @@ class ParamParser:
 
     def file_params(self, key: str, entry: Any, where: str) -> list[Param]:
         """A sweep file's `parameters.KEY` entry: one parameter (several for W&B's nested form)."""
-        prefix = key[: len(key) - len(key.lstrip("+"))]
-        key = key.lstrip("+")
-        if prefix not in ("", "+", "++"):
+        prefix, key = split_prefix(key)
+        if prefix not in ("", "+", "++"):  # a delete (~) is no parameter
             self.problem(where, f"'{prefix}' is not a Hydra prefix (+ adds a key, ++ adds or overrides)")
             prefix = ""
         common = {"key": key, "source": where, "prefix": prefix, "is_group": self.is_group(key)}

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rllm_sweeps.config.planned import override_key
+from rllm_sweeps.override_text import override_key
 from rllm_sweeps.problems import did_you_mean
 from rllm_sweeps.sweep.block_settings import block_settings, is_int
 from rllm_sweeps.sweep.node import node_fields

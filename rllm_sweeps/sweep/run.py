@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 
 from launchers.base import Launcher
 from rllm_sweeps.config.planned import job_overrides
+from rllm_sweeps.override_text import set_value
 from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import MANIFEST_FILE
@@ -189,7 +190,7 @@ def sweep_id(plan: Plan) -> str:
 
 def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> Path:
     hydra_overrides = list(hydra_cfg.hydra.overrides.hydra) + list(arguments)
-    if any(a.lstrip("+").startswith("hydra.sweep.dir=") for a in hydra_overrides):
+    if any(set_value(a, "hydra.sweep.dir") is not None for a in hydra_overrides):
         return Path(str(hydra_cfg.hydra.sweep.dir)).resolve()
     name = plan.spec.name or "sweep"
     project = str(hydra_cfg.trainer.project_name)
