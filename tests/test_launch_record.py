@@ -52,6 +52,18 @@ def test_an_older_attempts_launch_record_keeps_its_generation_after_a_newer_one_
     assert {k for k in second.env if k.startswith("RLLM_")} == {LAUNCH_ENV}
 
 
+def test_a_new_attempts_launch_record_removes_those_before_the_previous_attempts(tmp_path):
+    runner, job = one_job_runner(tmp_path, [Metric()])
+    run = JobToRun(job, job_dir_for(tmp_path, job))
+    requests = [runner.request(run) for _ in range(3)]
+    assert sorted(JobPaths(run.job_dir).launches()) == [2, 3]  # generation 1's attempt was superseded twice
+    assert read_launch(Path(requests[-1].env[LAUNCH_ENV])).generation == 3  # the current attempt reads its own
+    assert read_launch(Path(requests[-2].env[LAUNCH_ENV])).generation == 2  # the previous one learns it is stale
+    attempts.raise_generation(run.job_dir)  # a retry: the runner gives up on generation 3 first (finish)
+    retry = runner.request(run)
+    assert retry.generation == 5 and sorted(JobPaths(run.job_dir).launches()) == [3, 5]  # not by number: 3 stays
+
+
 def test_the_launch_record_reads_back_as_written_and_a_job_by_hand_has_none(tmp_path):
     trial = OptunaTrial(TrialAddress("/x/optuna.journal", "s", 3, 1, 2), PrunerSettings("MedianPruner", {"a": 1}))
     launch = JobLaunch(4, "abc", (Metric("val_loss", "minimize"), Metric()), trial)

@@ -14,6 +14,11 @@ running somewhere (a node SLURM lost touch with, records/attempts.py). Were the 
 for each attempt, such an attempt reading it late would take the newer attempt's generation and
 write over its records; its own file keeps the generation it was launched as.
 
+Writing an attempt's file removes those older than the previous attempt's: the attempt the sweeper
+gave up on just now may yet start (or be requeued by SLURM) and must read that it is stale; one
+superseded twice over was cancelled twice, and should it start all the same, it finds no record
+and stops before writing anything (app.py's pre-flight). A job directory holds two at most.
+
 A job run by hand (no sweep) has none: it is judged by the default metric, is never fenced,
 reports to no trial, and validates its config itself. Standard library and records/ only.
 """
@@ -118,8 +123,15 @@ class JobLaunch:
         )
 
     def write(self, job_dir: Path) -> Path:
-        """The attempt's own file (atomically: a job starting meanwhile reads it whole or not at all)."""
-        return write_json_atomic(JobPaths(Path(job_dir)).launch(self.generation), self.to_dict())
+        """The attempt's own file (atomically: a job starting meanwhile reads it whole or not at all);
+        of the older ones, the previous attempt's stays (generations need not be consecutive: a retry
+        raises the generation twice, records/attempts.py)."""
+        paths = JobPaths(Path(job_dir))
+        path = write_json_atomic(paths.launch(self.generation), self.to_dict())
+        older = sorted(g for g in paths.launches() if g < self.generation)
+        for generation in older[:-1]:
+            paths.launch(generation).unlink(missing_ok=True)
+        return path
 
 
 def read_launch(path: Path) -> JobLaunch:

@@ -12,7 +12,7 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
       report/                           what `rllm-sweeps report` writes
       jobs/<index:04d>-<hash[:8]>/      JobPaths: one job
         config.yaml, result.json, metrics.jsonl, job.log, node-K.log, attempts.jsonl, generation,
-        launch.<generation>.json (what the sweeper hands each attempt: records/launch.py),
+        launch.<generation>.json (what the sweeper hands each attempt, the last two kept: records/launch.py),
         ray.json, ray-auth-token (0600), checkpoints/, work/, slurm/ (submitit's files of a job
         submitted alone), .lock, skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports),
         .hydra/ (Hydra's record of the command), train.log (the job's Python log), schedule.json (settings
@@ -130,6 +130,16 @@ class JobPaths:
         """The launch record of the job's attempt of this generation (records/launch.py): one per
         attempt, never rewritten, so an older attempt keeps reading its own."""
         return self.root / LAUNCH_FILE.format(generation=generation)
+
+    def launches(self) -> dict[int, Path]:
+        """The launch records in the directory, by generation."""
+        head, _, tail = LAUNCH_FILE.partition("{generation}")
+        found = {}
+        for path in self.root.glob(f"{head}*{tail}"):
+            number = path.name[len(head) : len(path.name) - len(tail)]
+            if number.isdigit():
+                found[int(number)] = path
+        return found
 
     @property
     def schedule(self) -> Path:
