@@ -10,9 +10,9 @@
 Modules, one concept each: spec (SweepSpec, the spec's types), param (a parameter and its
 choices), parse_param / parse_file / parse_cli (a parameter's syntaxes, the sweep node, the
 command line), space (points: lazy grid, Optuna-sampled), constraints (safe expressions),
-values (Hydra override texts), point_scan (points counted, filtered and costed before
-composing), planner (jobs composed and validated; each job's config from
-config/job_composer.py), plan (jobs, totals, cost, plan.json, the dry-run table), runner (the
+point_scan (points counted, filtered and costed before composing), planner (jobs composed and
+validated; each job's config from config/job_composer.py; a value's override text from
+config/override_values.py), plan (jobs, totals, cost, plan.json, the dry-run table), runner (the
 launch loop over a job source), optuna_settings (the `optuna:` block: samplers, pruners),
 optuna_search (the Optuna job source: ask, tell, resume), pbt_settings / pbt_source
 (population-based training: the `pbt:` block and its decisions' settings, the trials; the
