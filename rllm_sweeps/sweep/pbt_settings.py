@@ -16,6 +16,10 @@ On the command line: `sweep.method=pbt sweep.pbt.population=4 sweep.pbt.interval
 A trial continues from another's checkpoint, so trials may differ only in settings the loop
 reads afresh at each step (records/schedule.py's MUTABLE_SETTINGS) and share one seed (the
 copied step's data position is a function of the seed and the step).
+
+The block becomes the decisions' settings here (pbt_settings: each mutated key's Domain from its
+sweep parameter), which the sweeper writes into every trial's pbt.json: the trials' jobs never
+read the sweep DSL (rllm_sweeps/pbt/).
 """
 
 from __future__ import annotations
