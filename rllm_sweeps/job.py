@@ -184,10 +184,10 @@ def _train(
 ) -> TrainingSummary:
     """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.data.task import job_task, job_workflow
+    from rllm_sweeps.pbt.member import PbtMember
     from rllm_sweeps.records.schedule import read_schedule
     from rllm_sweeps.runtime.job_ray import job_ray_cluster, no_ray
     from rllm_sweeps.runtime.node_role import NodeRole
-    from rllm_sweeps.sweep.pbt_member import PbtMember
     from rllm_sweeps.trackers import make_trackers
     from rllm_sweeps.training.checkpoints import checkpoint_name
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer

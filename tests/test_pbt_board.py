@@ -1,11 +1,11 @@
-"""PBT's shared board of the trials' latest scores (rllm_sweeps/sweep/pbt_board.py)."""
+"""PBT's shared board of the trials' latest scores (rllm_sweeps/pbt/board.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from rllm_sweeps.sweep.pbt import Exploit, PbtSettings, TrialState, decide
-from rllm_sweeps.sweep.pbt_board import PopulationBoard
+from rllm_sweeps.pbt.board import PopulationBoard
+from rllm_sweeps.pbt.decision import Exploit, PbtSettings, TrialState, decide
 
 
 def test_each_trial_sees_everyones_latest_report(tmp_path: Path) -> None:

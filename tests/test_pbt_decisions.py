@@ -1,4 +1,4 @@
-"""PBT's decisions (rllm_sweeps/sweep/pbt.py): quantiles, exploit choice, explore, ties, unscored trials."""
+"""PBT's decisions (rllm_sweeps/pbt/decision.py): quantiles, exploit choice, explore, ties, unscored trials."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import random
 
 import pytest
 
-from rllm_sweeps.sweep.param import Choice, Param
-from rllm_sweeps.sweep.pbt import (
+from rllm_sweeps.pbt.decision import (
     Continue,
     Exploit,
     Mutation,
@@ -18,15 +17,22 @@ from rllm_sweeps.sweep.pbt import (
     quantiles,
     resample,
 )
+from rllm_sweeps.sweep.param import Choice, Param
+from rllm_sweeps.sweep.pbt_settings import domain_of
 
-LR = Param(
-    key="trainer.lr", source="test", kind="distribution", distribution="log_uniform", low=1e-6, high=1e-3, log=True
+# The keys' sweep parameters, as the sweeper writes their domains down for the trials' jobs.
+LR = domain_of(
+    Param(
+        key="trainer.lr", source="test", kind="distribution", distribution="log_uniform", low=1e-6, high=1e-3, log=True
+    )
 )
-TEMP = Param(
-    key="generator.temperature",
-    source="test",
-    kind="values",
-    choices=tuple(Choice(v, str(v)) for v in (0.6, 0.8, 1.0)),
+TEMP = domain_of(
+    Param(
+        key="generator.temperature",
+        source="test",
+        kind="values",
+        choices=tuple(Choice(v, str(v)) for v in (0.6, 0.8, 1.0)),
+    )
 )
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from rllm_sweeps.pbt.membership import PbtMembership, read_membership, write_membership
 from rllm_sweeps.sweep.parse_cli import parse_sweep
-from rllm_sweeps.sweep.pbt import pbt_settings
+from rllm_sweeps.sweep.pbt_settings import pbt_settings
 from rllm_sweeps.sweep.pbt_source import first_settings
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec
 
@@ -23,7 +24,7 @@ def test_a_pbt_sweep_runs_its_population_at_once_with_a_validation_and_checkpoin
     assert spec.pbt.interval == 3 and spec.pbt.quantile == 0.25
     assert request.base_overrides == ("trainer.total_batches=12", "trainer.test_freq=3", "trainer.save_freq=3")
     settings = pbt_settings(spec.pbt, spec.parameters, spec.seed)
-    assert [m.param.key for m in settings.mutations] == ["trainer.lr"]
+    assert [m.domain.key for m in settings.mutations] == ["trainer.lr"]
     assert SweepSpec.from_dict(spec.to_dict()).pbt == spec.pbt  # plan.json and pbt.json give it back
     # The user's own frequencies stay (the planner checks that they divide the interval).
     kept = parse_sweep([*PBT, "trainer.test_freq=1"]).base_overrides
@@ -44,12 +45,23 @@ def test_a_sweep_file_sets_every_pbt_setting(tmp_path: Path) -> None:
     settings = pbt_settings(spec.pbt, spec.parameters, spec.seed)
     assert (settings.population, settings.interval, settings.quantile) == (6, 5, 0.5)
     (mutation,) = settings.mutations
-    assert mutation.param.key == "trainer.lr" and mutation.factors == (0.5, 2.0) and mutation.resample_probability == 0
+    assert mutation.domain.key == "trainer.lr" and mutation.factors == (0.5, 2.0) and mutation.resample_probability == 0
     # A trial's first schedule: its drawn value of every swept key, by the loop's field name.
     assert first_settings({"trainer.lr": 1e-3, "algorithm.kl_beta": 0.1, "rollout.n": 4}, spec.swept_keys) == {
         "lr": 1e-3,
         "kl_beta": 0.1,
     }
+
+
+def test_a_trials_membership_gives_its_job_the_sweepers_settings_without_the_sweep_dsl(tmp_path: Path) -> None:
+    spec = parse_sweep([*PBT, "algorithm.kl_beta=0.0,0.01,0.1", "sweep.metric.goal=minimize"]).spec
+    settings = pbt_settings(spec.pbt, spec.parameters, spec.seed)
+    assert [m.domain.values for m in settings.mutations] == [None, (0.0, 0.01, 0.1)]  # kl_beta: categorical
+    trials = {0: tmp_path / "a", 1: tmp_path / "b"}
+    membership = PbtMembership(1, tmp_path / "board", trials, settings, spec.metric[0], spec.swept_keys)
+    write_membership(tmp_path, membership)
+    assert read_membership(tmp_path) == membership  # pbt.json gives back distributions, values, metric, keys
+    assert membership.metric.goal == "minimize" and membership.keys == ("trainer.lr", "algorithm.kl_beta")
 
 
 def test_bad_pbt_settings_are_all_refused_at_once_each_with_its_fix() -> None:

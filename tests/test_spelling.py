@@ -13,6 +13,8 @@ import pytest
 from config_problems import problems, quiet
 
 from rllm_sweeps.config.load import load_config
+from rllm_sweeps.config.native import skyrl_reading
+from rllm_sweeps.config.override_values import parse_value, same
 from rllm_sweeps.config.spelling import canonical_overrides, common_paths, native_paths
 from rllm_sweeps.keymap import BY_NATIVE
 
@@ -93,6 +95,31 @@ def test_skyrls_own_override_handling_decides_renamed_dropped_and_removed_keys()
     assert any("changes nothing" in n and "async_engine" in n for n in notes)  # SkyRL drops it
     found = problems([*GPU, "skyrl.train.generator.inference_engine.async_engine=false"])
     assert "no longer supported" in found["skyrl.train.generator.inference_engine.async_engine"]
+
+
+KWARG = "generator.inference_engine.engine_init_kwargs.foo"  # a new key of a dict field: SkyRL's reading
+
+
+@pytest.mark.parametrize(
+    ("typed", "path"),
+    [
+        ("trainer.use_sample_packing=false", "trainer.remove_microbatch_padding"),  # SkyRL's rename
+        (f"skyrl.train.{KWARG}=bar", KWARG),
+        (f"skyrl.train.{KWARG}='a b, c'", KWARG),  # Hydra's special characters
+        (f"skyrl.train.{KWARG}='1e-3'", KWARG),
+        (f"skyrl.train.{KWARG}=[a,'b:c']", KWARG),
+        (f"skyrl.train.{KWARG}='é\\\\x'", KWARG),  # not ASCII, a backslash: Hydra reads no JSON escapes
+    ],
+)
+def test_the_override_skyrl_reads_in_place_of_the_typed_one_parses_back_to_skyrls_value(typed, path):
+    notes: list[str] = []
+    (line,) = canonical_overrides([typed], notes.append)
+    assert notes == [f"note: SkyRL 0.4 reads {typed.partition('=')[0]} as {line}"]
+    key, _, text = line.partition("=")
+    assert key == f"skyrl.train.{path}"
+    rel = typed.partition("=")[0].removeprefix("skyrl.train.")
+    (read,) = skyrl_reading(rel, parse_value(typed.partition("=")[2])).changed.values()
+    assert same(parse_value(text), read), (line, read)  # Hydra gives the job SkyRL's very value
 
 
 def test_a_malformed_override_is_one_line_with_exit_code_2(tmp_path):

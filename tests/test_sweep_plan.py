@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from rllm_sweeps.config.job_composer import JobComposer, Setting
 from rllm_sweeps.config.load import load_config
 from rllm_sweeps.config.native import quiet_skyrl
+from rllm_sweeps.config.override_values import parse_value
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.keymap import BY_NATIVE
 from rllm_sweeps.problems import ConfigError
@@ -19,7 +20,6 @@ from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.sweep.parse_cli import SWEEP_DIR
 from rllm_sweeps.sweep.planner import make_plan, plan_sweep
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec
-from rllm_sweeps.sweep.values import parse_value
 
 pytestmark = pytest.mark.slow  # plans compose and validate real configs (Hydra, SkyRL)
 

@@ -13,10 +13,10 @@ import pytest
 from rllm_sweeps.config.cached_validation import CachedValidator
 from rllm_sweeps.config.job_composer import JobComposer, Setting
 from rllm_sweeps.config.native import quiet_skyrl
+from rllm_sweeps.config.override_values import format_value
 from rllm_sweeps.config.validate import check_common
 from rllm_sweeps.jobhash import _not_hashed_tree, _without, config_hash
 from rllm_sweeps.sweep.job_hashes import job_hashes, seed_paths, strip_seed
-from rllm_sweeps.sweep.values import format_value
 
 pytestmark = pytest.mark.slow  # composes the real config tree (Hydra, SkyRL)
 

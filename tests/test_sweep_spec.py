@@ -12,13 +12,13 @@ import pytest
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from rllm_sweeps.config.override_values import format_value, parse_value, same
 from rllm_sweeps.problems import Problems
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintEvalError, ConstraintSyntaxError
 from rllm_sweeps.sweep.parse_cli import SWEEP_DIR, parse_sweep, sweep_file_path
 from rllm_sweeps.sweep.parse_file import SpecParser
 from rllm_sweeps.sweep.space import SearchSpace
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec
-from rllm_sweeps.sweep.values import format_value, parse_value, same
 
 
 def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:

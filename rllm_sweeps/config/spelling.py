@@ -128,6 +128,7 @@ def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | No
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from rllm_sweeps.config.native import skyrl_reading
+    from rllm_sweeps.config.override_values import format_value
 
     try:
         parsed = OverridesParser.create().parse_override(line)
@@ -149,7 +150,8 @@ def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | No
         if not reading.changed:
             _say(notify, f"note: SkyRL 0.4 accepts {typed_key}={value!r}, which changes nothing in its config: removed")
             return []
-        lines = [f"{SKYRL_TRAIN_PREFIX}{k}={_literal(v)}" for k, v in reading.changed.items()]
+        # Overrides that take the place of the typed one: each value written to parse back as SkyRL read it.
+        lines = [f"{SKYRL_TRAIN_PREFIX}{k}={format_value(v)}" for k, v in reading.changed.items()]
         _say(notify, f"note: SkyRL 0.4 reads {typed_key} as {', '.join(lines)}")
         return lines
     return None
@@ -158,19 +160,6 @@ def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | No
 def _say(notify: Callable[[str], None] | None, message: str) -> None:
     if notify is not None:
         notify(message)
-
-
-def _literal(value: Any) -> str:
-    """A plain value as a Hydra override's right-hand side."""
-    import json
-
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    return json.dumps(value)  # strings, lists: JSON is Hydra syntax
 
 
 def canonical_override(override: str) -> str:

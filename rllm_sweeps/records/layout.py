@@ -5,7 +5,7 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
 
     SWEEP_DIR/                          SweepPaths
       manifest.json, plan.json          the command and sweep id; the plan (sweep/plan.py)
-      pbt_board/                        a PBT sweep's latest score of each trial (sweep/pbt_board.py)
+      pbt_board/                        a PBT sweep's latest score of each trial (pbt/board.py)
       confirm/                          the confirmation stage, laid out as a sweep (sweep/confirm.py)
       sweeper.lock                      held by the sweep's live sweeper (sweep/sweeper_lock.py)
       slurm/                            submitit's files of the sweep's SLURM arrays
@@ -16,7 +16,7 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
         ray.json, ray-auth-token (0600), checkpoints/, work/, slurm/ (submitit's files of a job
         submitted alone), .lock, skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports),
         .hydra/ (Hydra's record of the command), train.log (the job's Python log), schedule.json (settings
-        per step range: records/schedule.py), pbt.json (a PBT trial's membership: records/pbt.py)
+        per step range: records/schedule.py), pbt.json (a PBT trial's membership: pbt/membership.py)
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ class JobPaths:
 
     @property
     def pbt(self) -> Path:
-        """A PBT trial's membership: its trial number, its population's directories and board (records/pbt.py)."""
+        """A PBT trial's membership: its trial number, its population's directories and board (pbt/membership.py)."""
         return self.root / PBT_FILE
 
     @property
@@ -221,7 +221,7 @@ class SweepPaths:
 
     @property
     def pbt_board(self) -> Path:
-        """A PBT sweep's board: each trial's latest score (sweep/pbt_board.py)."""
+        """A PBT sweep's board: each trial's latest score (pbt/board.py)."""
         return self.root / PBT_BOARD_DIR
 
     @property

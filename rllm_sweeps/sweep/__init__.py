@@ -10,15 +10,16 @@
 Modules, one concept each: spec (SweepSpec, the spec's types), param (a parameter and its
 choices), parse_param / parse_file / parse_cli (a parameter's syntaxes, the sweep node, the
 command line), space (points: lazy grid, Optuna-sampled), constraints (safe expressions),
-values (Hydra override texts), point_scan (points counted, filtered and costed before
-composing), planner (jobs composed and validated; each job's config from
-config/job_composer.py), plan (jobs, totals, cost, plan.json, the dry-run table), runner (the
+point_scan (points counted, filtered and costed before composing), planner (jobs composed and
+validated; each job's config from config/job_composer.py; a value's override text from
+config/override_values.py), plan (jobs, totals, cost, plan.json, the dry-run table), runner (the
 launch loop over a job source), optuna_settings (the `optuna:` block: samplers, pruners),
-optuna_search (the Optuna job source: ask, tell, resume), pbt / pbt_board / pbt_source /
-pbt_member (population-based training: decisions, the shared board, the trials, a trial's side
-inside its job), confirm (the top points again with fresh seeds), run (a sweep from its command
-line). The sweeper's own settings (hydra.sweeper.*) are rllm_sweeps/sweeper_settings.py's.
-docs/SWEEPS.md describes the DSL, docs/OPTUNA.md the Optuna search.
+optuna_search (the Optuna job source: ask, tell, resume), pbt_settings / pbt_source
+(population-based training: the `pbt:` block and its decisions' settings, the trials; the
+decisions, the board and a trial's side inside its job are rllm_sweeps/pbt/'s), confirm (the
+top points again with fresh seeds), run (a sweep from its command line). The sweeper's own
+settings (hydra.sweeper.*) are rllm_sweeps/sweeper_settings.py's. docs/SWEEPS.md describes the
+DSL, docs/OPTUNA.md the Optuna search.
 """
 
 from rllm_sweeps.records.plan import Metric

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from launchers.base import Launcher
+from rllm_sweeps.config.override_values import same
 from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.plan import PlannedJob, Totals
@@ -32,7 +33,6 @@ from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.runner import StaticSource, SweepRunner
 from rllm_sweeps.sweep.space import Point
 from rllm_sweeps.sweep.spec import SweepSpec
-from rllm_sweeps.sweep.values import same
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rllm_sweeps.sweep.values import format_value
+from rllm_sweeps.config.override_values import format_value
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,12 @@ from hydra.core.override_parser.types import Glob, IntervalSweep, Override, Over
 from hydra.errors import HydraException
 
 from rllm_sweeps.config.compose import CONF_DIR
+from rllm_sweeps.config.override_values import format_value, parse_value
 from rllm_sweeps.config.overrides import config_groups
 from rllm_sweeps.config.private_api import config_loader
 from rllm_sweeps.override_text import split_prefix
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.sweep.param import Choice, Param
-from rllm_sweeps.sweep.values import format_value, parse_value
 
 # Distribution names (W&B's, where W&B has them) -> (kind, log). `log_uniform` takes the
 # values themselves (W&B's `log_uniform_values`); W&B's exponent form is not supported.

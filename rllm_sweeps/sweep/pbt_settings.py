@@ -16,16 +16,22 @@ On the command line: `sweep.method=pbt sweep.pbt.population=4 sweep.pbt.interval
 A trial continues from another's checkpoint, so trials may differ only in settings the loop
 reads afresh at each step (records/schedule.py's MUTABLE_SETTINGS) and share one seed (the
 copied step's data position is a function of the seed and the step).
+
+The block becomes the decisions' settings here (pbt_settings: each mutated key's Domain from its
+sweep parameter), which the sweeper writes into every trial's pbt.json: the trials' jobs never
+read the sweep DSL (rllm_sweeps/pbt/).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.override_text import override_key
+from rllm_sweeps.pbt.decision import Domain, Mutation, PbtSettings
+from rllm_sweeps.pbt.mutable import mutable_keys, schedule_field
 from rllm_sweeps.problems import did_you_mean
 from rllm_sweeps.sweep.block_settings import block_settings, is_int
 from rllm_sweeps.sweep.node import node_fields
@@ -52,21 +58,6 @@ class PbtSpec:
         if self.mutate is not None:
             out["mutate"] = list(self.mutate)
         return out
-
-
-def schedule_field(key: str) -> str | None:
-    """The LoopSettings field a sweep key sets, where a schedule may change it mid-run; else None."""
-    from rllm_sweeps.records.schedule import MUTABLE_SETTINGS
-    from rllm_sweeps.training.settings import CONFIG_KEYS
-
-    return next((f for f, k in CONFIG_KEYS.items() if k == key and f in MUTABLE_SETTINGS), None)
-
-
-def mutable_keys() -> list[str]:
-    from rllm_sweeps.records.schedule import MUTABLE_SETTINGS
-    from rllm_sweeps.training.settings import CONFIG_KEYS
-
-    return sorted(CONFIG_KEYS[f] for f in MUTABLE_SETTINGS)
 
 
 def parse_pbt_settings(
@@ -130,6 +121,22 @@ def parse_pbt_settings(
     return PbtSpec(
         int(population), int(interval), float(quantile), tuple(float(f) for f in factors), float(resample), mutate
     )
+
+
+def pbt_settings(spec: PbtSpec, params: Iterable[Param], seed: int) -> PbtSettings:
+    """The decisions' settings of a sweep's `pbt:` block: a Mutation per mutated swept key, from the
+    key's own sweep parameter (its distribution or values)."""
+    swept = [p for p in params if p.is_swept]
+    keys = set(spec.mutate) if spec.mutate is not None else {p.key for p in swept}
+    mutations = tuple(Mutation(domain_of(p), spec.factors, spec.resample_probability) for p in swept if p.key in keys)
+    return PbtSettings(spec.population, spec.interval, spec.quantile, mutations, seed)
+
+
+def domain_of(param: Param) -> Domain:
+    """Where a swept parameter's values lie, as a PBT trial's job explores them (without the DSL)."""
+    categorical = param.kind == "values" and param.int_range is None
+    values = tuple(c.value for c in param.choices) if categorical else None
+    return Domain(param.key, param.optuna_distribution(), values)
 
 
 def pbt_base_overrides(spec: PbtSpec, base: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -2,7 +2,7 @@
 
 The sweeper only launches the trials (as a plan's jobs: sweep/runner.py) and gives each its
 membership and first schedule; the trials decide among themselves, at each interval, through the
-board (sweep/pbt_member.py). So a sweeper crash costs no step: a rerun launches the trials
+board (pbt/member.py). So a sweeper crash costs no step: a rerun launches the trials
 that are not completed again, and each resumes from its own last checkpoint with the schedule
 that checkpoint continues.
 """
@@ -12,10 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.pbt.membership import PbtMembership, write_membership
+from rllm_sweeps.pbt.mutable import schedule_field
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
-from rllm_sweeps.records.pbt import PbtMembership, write_membership
 from rllm_sweeps.records.schedule import Schedule, Segment, write_schedule
-from rllm_sweeps.sweep.pbt_settings import schedule_field
+from rllm_sweeps.sweep.pbt_settings import pbt_settings
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.runner import StaticSource, existing_jobs, job_dir_for
 
@@ -37,10 +38,12 @@ class PbtSource(StaticSource):
         }
         board = SweepPaths(sweep_dir).pbt_board
         board.mkdir(parents=True, exist_ok=True)
-        spec = plan.spec.to_dict()
-        swept = plan.spec.swept_keys
+        spec = plan.spec
+        assert spec.pbt is not None, "a PBT sweep's spec holds its pbt: block"
+        settings = pbt_settings(spec.pbt, spec.parameters, spec.seed)
+        swept = spec.swept_keys
         for job in plan.jobs:
             job_dir = dirs[job.index]
-            write_membership(job_dir, PbtMembership(job.index, board, dirs, spec))
+            write_membership(job_dir, PbtMembership(job.index, board, dirs, settings, spec.metric[0], swept))
             if not JobPaths(job_dir).schedule.exists():  # a trial that ran keeps the schedule it made
                 write_schedule(job_dir, Schedule((Segment(0, first_settings(job.params, swept)),)))

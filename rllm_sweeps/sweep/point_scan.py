@@ -18,13 +18,13 @@ from typing import Any
 from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.gpu_trainer_rules import NODE_GPUS_KEYS, node_gpus_of
 from rllm_sweeps.config.job_composer import JobComposer, Setting
+from rllm_sweeps.config.override_values import format_value
 from rllm_sweeps.plain_tree import plain_get, related, value_is_plain
 from rllm_sweeps.problems import ConfigError, ConfigIssue
 from rllm_sweeps.records.resources import hours
 from rllm_sweeps.sweep.constraints import ConstraintEvalError
 from rllm_sweeps.sweep.space import Point, SearchSpace
 from rllm_sweeps.sweep.spec import SweepSpec
-from rllm_sweeps.sweep.values import format_value
 
 # What a job's cost reads: its nodes and time, and what its GPUs per node follow (gpu_trainer_rules).
 RESOURCE_KEYS = ("resources.nodes", "resources.time_min", *NODE_GPUS_KEYS)

@@ -10,13 +10,13 @@ very same space.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rllm_sweeps.optuna_quiet import quiet_optuna
 from rllm_sweeps.sweep.param import Choice, Param
 from rllm_sweeps.sweep.spec import SweepSpec
 
@@ -55,18 +55,6 @@ class Dim:
         if len(self.params) == 1:
             return self.params[0].key
         return "zip(" + ",".join(p.key for p in self.params) + ")"
-
-
-@contextlib.contextmanager
-def _quiet_optuna() -> Iterator[None]:
-    import optuna
-
-    level = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        yield
-    finally:
-        optuna.logging.set_verbosity(level)
 
 
 class SearchSpace:
@@ -153,7 +141,7 @@ class SearchSpace:
         distributions = self.distributions()
         points: list[Point] = []
         draws = 0
-        with _quiet_optuna():
+        with quiet_optuna():
             study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=self.spec.seed))
             while len(points) < n and draws < max_draws:
                 trial = study.ask(fixed_distributions=distributions)

@@ -4,33 +4,69 @@ Asynchronous, as in Ray Tune's PBT: a trial decides when it reaches its perturba
 interval, against the latest score of every other trial (nobody waits for stragglers).
 A trial in the bottom quantile copies the checkpoint of one in the top quantile and
 explores from its settings: each mutated key is resampled from the key's own sweep
-distribution (the DSL's Param, through Optuna's RandomSampler, as space.py samples) with
-a probability, else multiplied by one of the factors. The job that applies a decision
+distribution (its Domain: the sweep parameter's Optuna distribution, written down by the
+sweeper, drawn through Optuna's RandomSampler as the sweep's space samples) with a
+probability, else multiplied by one of the factors. The job that applies a decision
 (loads the checkpoint, replaces its settings) lives elsewhere; this module only decides.
+Both the sweeper (which builds the settings from the sweep DSL: sweep/pbt_settings.py) and
+the job (pbt/member.py) use it, so it knows nothing of the DSL.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rllm_sweeps.sweep.param import Param
+from rllm_sweeps.optuna_quiet import quiet_optuna
 
-if TYPE_CHECKING:
-    from rllm_sweeps.sweep.pbt_settings import PbtSpec
+
+@dataclass(frozen=True)
+class Domain:
+    """Where a mutated key's values lie: its sweep parameter's Optuna distribution (what a resample
+    draws from, what a perturbation stays inside) and, for a categorical key, its values in order."""
+
+    key: str
+    distribution: Any  # an optuna.distributions.BaseDistribution
+    values: tuple[Any, ...] | None = None  # a categorical key's values (a perturbation moves to a neighbour)
+
+    def to_dict(self) -> dict[str, Any]:
+        from optuna.distributions import distribution_to_json
+
+        values = None if self.values is None else list(self.values)
+        return {"key": self.key, "distribution": json.loads(distribution_to_json(self.distribution)), "values": values}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Domain:
+        from optuna.distributions import json_to_distribution
+
+        values = None if d["values"] is None else tuple(d["values"])
+        return cls(str(d["key"]), json_to_distribution(json.dumps(d["distribution"])), values)
 
 
 @dataclass(frozen=True)
 class Mutation:
-    """How one key explores: resampled from `param`'s distribution with `resample_probability`,
-    else multiplied by one of `factors` (a categorical key moves to a neighbouring value)."""
+    """How one key explores: resampled from `domain` with `resample_probability`, else multiplied
+    by one of `factors` (a categorical key moves to a neighbouring value)."""
 
-    param: Param
+    domain: Domain
     factors: tuple[float, ...] = (0.8, 1.2)
     resample_probability: float = 0.25
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "domain": self.domain.to_dict(),
+            "factors": list(self.factors),
+            "resample_probability": self.resample_probability,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Mutation:
+        factors = tuple(float(f) for f in d["factors"])
+        return cls(Domain.from_dict(d["domain"]), factors, float(d["resample_probability"]))
 
 
 @dataclass(frozen=True)
@@ -41,14 +77,19 @@ class PbtSettings:
     mutations: tuple[Mutation, ...] = ()
     seed: int = 0
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "population": self.population,
+            "interval": self.interval,
+            "quantile": self.quantile,
+            "mutations": [m.to_dict() for m in self.mutations],
+            "seed": self.seed,
+        }
 
-def pbt_settings(spec: PbtSpec, params: Iterable[Param], seed: int) -> PbtSettings:
-    """The decisions' settings of a sweep's `pbt:` block: a Mutation per mutated swept key, from the
-    key's own sweep parameter (its distribution or values)."""
-    swept = [p for p in params if p.is_swept]
-    keys = set(spec.mutate) if spec.mutate is not None else {p.key for p in swept}
-    mutations = tuple(Mutation(p, spec.factors, spec.resample_probability) for p in swept if p.key in keys)
-    return PbtSettings(spec.population, spec.interval, spec.quantile, mutations, seed)
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PbtSettings:
+        mutations = tuple(Mutation.from_dict(m) for m in d["mutations"])
+        return cls(int(d["population"]), int(d["interval"]), float(d["quantile"]), mutations, int(d["seed"]))
 
 
 @dataclass(frozen=True)
@@ -122,33 +163,34 @@ def explore(settings: Mapping[str, Any], mutations: Sequence[Mutation], rng: ran
     """`settings` with each mutated key resampled or perturbed (kept inside its distribution's range)."""
     out = dict(settings)
     for mutation in mutations:
-        key = mutation.param.key
+        key = mutation.domain.key
         if key not in out or rng.random() < mutation.resample_probability:
-            out[key] = resample(mutation.param, rng.randrange(2**31))
+            out[key] = resample(mutation.domain, rng.randrange(2**31))
         else:
             out[key] = perturb(mutation, out[key], rng)
     return out
 
 
-def resample(param: Param, seed: int) -> Any:
-    """A value drawn from the key's own sweep distribution (Optuna's RandomSampler, as space.py draws)."""
+def resample(domain: Domain, seed: int) -> Any:
+    """A value drawn from the key's own sweep distribution (Optuna's RandomSampler, as the sweep's space draws)."""
     import optuna
 
-    from rllm_sweeps.sweep.space import _quiet_optuna
-
-    with _quiet_optuna():
+    with quiet_optuna():
         study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-        trial = study.ask(fixed_distributions={param.key: param.optuna_distribution()})
-    return param.choice_for(trial.params[param.key]).value
+        trial = study.ask(fixed_distributions={domain.key: domain.distribution})
+    sampled = trial.params[domain.key]
+    if domain.values is not None:
+        return domain.values[int(domain.distribution.to_internal_repr(sampled))]
+    return int(sampled) if isinstance(domain.distribution, optuna.distributions.IntDistribution) else sampled
 
 
 def perturb(mutation: Mutation, value: Any, rng: random.Random) -> Any:
-    param = mutation.param
-    if param.kind == "values" and param.int_range is None:
-        values = [c.value for c in param.choices]
+    domain = mutation.domain
+    if domain.values is not None:
+        values = list(domain.values)
         i = values.index(value) if value in values else 0
         return values[min(max(i + rng.choice((-1, 1)), 0), len(values) - 1)]
     new = value * rng.choice(mutation.factors)
-    dist = param.optuna_distribution()
+    dist = domain.distribution
     new = min(max(new, dist.low), dist.high)
     return int(round(new)) if isinstance(value, int) and not isinstance(value, bool) else new

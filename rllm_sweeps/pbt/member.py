@@ -6,7 +6,7 @@
 
 At each interval (a checkpoint at a multiple of `pbt.interval` before the last step) the trial
 stores its lineage's schedule in the checkpoint, reports its score to the board, and decides
-against the latest scores of the others (sweep/pbt.py; nobody waits). To exploit, it copies the
+against the latest scores of the others (pbt/decision.py; nobody waits). To exploit, it copies the
 chosen trial's checkpoint **of its own step** over its own (atomically, with the schedule it
 continues with inside), loads it (weights, optimizer state, trainer state: the data position is
 a function of the shared seed and the step) and goes on in the same process with the perturbed
@@ -25,25 +25,22 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.pbt.board import PopulationBoard
+from rllm_sweeps.pbt.decision import Exploit, TrialState, decide
+from rllm_sweeps.pbt.membership import PbtMembership, read_membership
+from rllm_sweeps.pbt.mutable import schedule_field
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.records.pbt import PbtMembership, read_membership
-from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.records.schedule import Parent, Schedule, Segment, read_schedule, write_schedule
-from rllm_sweeps.sweep.pbt import Exploit, PbtSettings, TrialState, decide, pbt_settings
-from rllm_sweeps.sweep.pbt_board import PopulationBoard
-from rllm_sweeps.sweep.pbt_settings import schedule_field
 from rllm_sweeps.training.checkpoints import TrainerState, checkpoint_name, copy_checkpoint
 
 
 class PbtMember:
-    def __init__(
-        self, membership: PbtMembership, job_dir: Path, settings: PbtSettings, metric: Metric, keys: tuple[str, ...]
-    ) -> None:
+    def __init__(self, membership: PbtMembership, job_dir: Path) -> None:
         self.membership = membership
         self.job_dir = Path(job_dir)
-        self.settings = settings
-        self.metric = metric
-        self.fields = {key: field for key in keys if (field := schedule_field(key)) is not None}
+        self.settings = membership.settings
+        self.metric = membership.metric
+        self.fields = {key: field for key in membership.keys if (field := schedule_field(key)) is not None}
         self.board = PopulationBoard(membership.board)
         self.scores: dict[int, float] = {}  # step -> the metric of its validation
         self.decided: set[int] = set()
@@ -52,17 +49,12 @@ class PbtMember:
     def for_job(cls, job_dir: Path, resume_from: Path | None) -> PbtMember | None:
         """The member of the job's trial, or None (not a PBT trial). Call it before the trainer is
         built: a resumed trial continues the schedule of the checkpoint it resumes from."""
-        from rllm_sweeps.sweep.spec import SweepSpec
-
         membership = read_membership(job_dir)
         if membership is None:
             return None
         if resume_from is not None and (lineage := read_schedule(resume_from)).segments:
             write_schedule(job_dir, lineage)
-        spec = SweepSpec.from_dict(membership.spec, source=str(JobPaths(job_dir).pbt))
-        assert spec.pbt is not None, "a PBT trial's membership holds a method: pbt spec"
-        settings = pbt_settings(spec.pbt, spec.parameters, spec.seed)
-        return cls(membership, job_dir, settings, spec.metric[0], spec.swept_keys)
+        return cls(membership, job_dir)
 
     # -- the loop's hooks ------------------------------------------------------------------
 

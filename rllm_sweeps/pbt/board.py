@@ -2,7 +2,7 @@
 
     <board>/trial_<k>.json    {"trial", "step", "score", "settings"}: trial k's latest report
 
-A job at its perturbation interval writes its own line and reads everyone's (pbt.decide), so
+A job at its perturbation interval writes its own line and reads everyone's (decision.decide), so
 nobody waits for stragglers and no sweeper has to be up for a decision: a sweeper crash loses no
 step. Each file is replaced whole (results.write_json_atomic): a reader never sees half of one.
 The board lives on the sweep directory's file system, which SLURM jobs share with the sweeper.
@@ -14,8 +14,8 @@ import contextlib
 import json
 from pathlib import Path
 
+from rllm_sweeps.pbt.decision import TrialState
 from rllm_sweeps.records.atomic import write_json_atomic
-from rllm_sweeps.sweep.pbt import TrialState
 
 
 class PopulationBoard:

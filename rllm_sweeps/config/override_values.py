@@ -2,7 +2,9 @@
 
 A job is a list of overrides (`trainer.lr=0.0003`) that Hydra parses again in the job's
 process, so every value the planner writes must parse back to exactly the value it
-planned (type included: the string "1e-4" is not the float 1e-4).
+planned (type included: the string "1e-4" is not the float 1e-4). The sweep writes its
+override texts (which also name run directories) here, and config/spelling.py the overrides
+it puts in place of one SkyRL reads differently.
 """
 
 from __future__ import annotations
