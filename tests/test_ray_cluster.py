@@ -114,6 +114,21 @@ def _session(pids: list[int]) -> tuple[int, dict[int, int]]:
     return sid, cluster_processes(sid)
 
 
+def _idle_workers(session_id: int, wait_s: float) -> list[str]:
+    """The command lines of the node's idle Python workers (`ray::IDLE`) seen within `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        seen = []
+        for pid in cluster_processes(session_id):
+            with contextlib.suppress(OSError):
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                if cmdline.startswith("ray::IDLE"):
+                    seen.append(cmdline.strip())
+        if seen or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.2)
+
+
 def _assert_all_gone(pids: list[int], starts: dict[int, int], session_id: int) -> None:
     alive = [p for p in pids if pid_alive(p, starts.get(p))]
     assert alive == [], f"cluster processes survived: {alive}"
@@ -271,6 +286,9 @@ def test_job_cluster_exports_its_address_and_stops_everything(tmp_path, monkeypa
         assert got == {"gcs": ray.address, "cpus": 3.0, "nodes": 1, "probe": "ok"}
         sid, live = _session(ray.record["pids"])
         assert sid in live and len(live) >= 4  # ray start, gcs, raylet, ...
+        # The driver's connection started no idle worker (Ray's default: one per CPU, here 3),
+        # since no work asked for one (nodes.py: RAY_prestart_worker_first_driver=0).
+        assert _idle_workers(sid, wait_s=3.0) == []
         # a start that cannot work (on this cluster's ports) fails fast, names its log, and
         # leaves the job's cluster alone
         clash = RayClusterSpec(num_cpus=1, object_store_memory_mb=SMALL, port=ports.gcs)

@@ -139,6 +139,11 @@ class RayNode:
         env.pop("RAY_ADDRESS", None)
         env.setdefault("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", "0")
         env["RAY_USAGE_STATS_ENABLED"] = "0"
+        # Ray's raylet starts one idle Python worker per CPU when the first driver connects, for tasks
+        # to come. A job's work runs in actors with their own runtime environment (SkyRL's), which
+        # never take those workers: each would be a Python start-up (and its memory) spent for nothing,
+        # 64 of them on a 64-CPU node. Workers then start when work asks for them.
+        env.setdefault("RAY_prestart_worker_first_driver", "0")
         # The node's token is the one in spec.auth, whatever this process inherited.
         for name in AUTH_VARS:
             env.pop(name, None)
