@@ -1,5 +1,6 @@
 """2-node SLURM jobs on the real local cluster whose nodes have their own network namespaces
-(hostnames n1, n2 and distinct addresses): one Ray cluster across both nodes."""
+(hostnames n1, n2 and distinct addresses): one Ray cluster across both nodes. The requeued job
+is also issue 13's workflow job on SLURM (solver-judge through RayJaxBackend, 2 processes)."""
 
 from __future__ import annotations
 
@@ -59,10 +60,11 @@ def run_two_node_job(cluster: LocalSlurm, sweep_dir: Path, *overrides: str) -> t
     return job_output(out, sweep_dir)
 
 
-def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_a_requeue_resumes_it_on_a_fresh_one(
+def test_a_two_node_solver_judge_job_trains_on_one_ray_cluster_over_both_nodes_and_a_requeue_resumes_it_on_a_new_one(
     local_slurm_netns: LocalSlurm, tmp_path: Path
 ) -> None:
-    # One job, requeued (`scontrol requeue`, as on preemption) after its first checkpoint.
+    # One job, requeued (`scontrol requeue`, as on preemption) after its first checkpoint. It runs the
+    # solver-judge workflow: a workflow job on SLURM through RayJaxBackend with two processes.
     cluster = local_slurm_netns
     sweep_dir = tmp_path / "sweep"
     probe_out = tmp_path / "probe.json"  # each attempt's probe writes it (outside the sweep directory)
@@ -70,6 +72,7 @@ def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_a_requeue_
         cluster,
         sweep_dir,
         "skyrl.jax.use_ray=true",
+        "workflow=solver_judge",
         "trainer.total_batches=6",
         "trainer.save_freq=2",
         # >= 0.64 s a step (32 reward calls of 20 ms): the job still trains when its checkpoint is seen.
@@ -98,6 +101,8 @@ def test_two_node_job_trains_on_one_ray_cluster_across_both_nodes_and_a_requeue_
     assert result.restarts == 1, out
     assert result.backend == "RayJaxBackend" and result.processes == 2
     assert result.nodes == 2  # counted in the Ray cluster, not copied from resources.nodes
+    # The workflow's per-role metrics, from its final validation (2 solvers + 1 judge an episode).
+    assert {"val_solver_acc", "val_judge_acc"} <= set(result.final) and result.final["val_turns_mean"] == 3.0
     # Resumed from the checkpoint: every step once, in order.
     assert [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"] == list(range(1, 7))
 

@@ -46,14 +46,14 @@ def sacct_jobs(name_prefix: str, since: str) -> list[dict[str, str]]:
     return [r for r in rows if r["name"].startswith(name_prefix)]
 
 
-def test_a_sweep_refused_by_slurm_then_fixed_runs_four_jobs_as_throttled_arrays_never_more_than_two_at_once(
+def test_a_sweep_refused_by_slurm_then_fixed_runs_three_jobs_as_throttled_arrays_never_more_than_two_at_once(
     slurm_env, tmp_path
 ):
     args = [
-        "trainer.lr=1e-3,2e-3,3e-3,4e-3",
+        "trainer.lr=1e-3,2e-3,3e-3",
         "hydra/launcher=slurm",
         "hydra.sweeper.parallel=2",
-        "hydra.launcher.max_array_size=3",  # 4 jobs: an array of 3, then the 4th after it
+        "hydra.launcher.max_array_size=2",  # 3 jobs: an array of 2, then the 3rd after it
     ]
     # Refused before anything is submitted (the partition does not exist); the same command with
     # the partition fixed then runs in the same sweep directory.
@@ -64,17 +64,17 @@ def test_a_sweep_refused_by_slurm_then_fixed_runs_four_jobs_as_throttled_arrays_
     proc = run_sweep(tmp_path, *args, "hydra.launcher.partition=debug")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = [JobResult.read(p.parent) for p in tmp_path.glob("jobs/*/result.json")]
-    assert len(results) == 4 and all(r.status == "completed" for r in results)
+    assert len(results) == 3 and all(r.status == "completed" for r in results)
     assert "val_reward_mean" in proc.stdout  # the table
-    # They ran as SLURM jobs: an array of 3 tasks split off at max_array_size, and one more job.
+    # They ran as SLURM jobs: an array of 2 tasks split off at max_array_size, and one more job.
     ids = sorted(latest_scheduler_id(p) for p in tmp_path.glob("jobs/*"))
     arrays: dict[str, int] = {}
     for job_id in ids:
         arrays[job_id.split("_")[0]] = arrays.get(job_id.split("_")[0], 0) + 1
-    assert sorted(arrays.values()) == [1, 3], ids
+    assert sorted(arrays.values()) == [1, 2], ids
     # sacct knows them, completed, and never more than 2 ran at once.
     jobs = [j for j in sacct_jobs("rllm-", since) if j["id"] in ids]
-    assert len(jobs) == 4 and {j["state"] for j in jobs} == {"COMPLETED"}, jobs
+    assert len(jobs) == 3 and {j["state"] for j in jobs} == {"COMPLETED"}, jobs
     spans = [(datetime.fromisoformat(j["start"]), datetime.fromisoformat(j["end"])) for j in jobs]
     for t, _ in spans:
         assert sum(1 for s, e in spans if s <= t < e) <= 2
