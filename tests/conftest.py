@@ -4,8 +4,7 @@ The local SLURM cluster fixtures come from slurm_fixtures.py. Each worker has it
 cluster; the 2-node cluster is one shared machine, so its tests run one after another on one
 worker (an xdist group). The tests sharing an expensive module-scoped fixture (a SkyRL backend, a
 12-trial Optuna study) are a group too, so that it is built once, not once per worker. SLURM tests
-go first, since they wait on SLURM's timers more than they compute, then the other slow ones, then
-the fast ones. Tests that assert a
+go first, since they wait on SLURM's timers more than they compute. Tests that assert a
 wall-clock time are marked `timed` and run alone after the parallel part (see the Makefile's
 `test`).
 """
@@ -35,20 +34,15 @@ def cluster_group(item: pytest.Item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    first, slow, rest = [], [], []
+    first, rest = [], []
     grouping = config.pluginmanager.hasplugin("xdist")
     for item in items:
         group = cluster_group(item)
         shared = next((g for f, g in SHARED_FIXTURE_GROUPS.items() if f in getattr(item, "fixturenames", ())), None)
         if grouping and (group or shared):
             item.add_marker(pytest.mark.xdist_group(group or shared))
-        if group is not None or item.get_closest_marker("slurm"):
-            first.append(item)
-        else:
-            (slow if item.get_closest_marker("slow") else rest).append(item)
-    # The fast tests last: they fill the workers' gaps at the end instead of a long test starting late
-    # and running alone while the other workers idle.
-    items[:] = first + slow + rest
+        (first if group is not None or item.get_closest_marker("slurm") else rest).append(item)
+    items[:] = first + rest
 
 
 @pytest.hookimpl(trylast=True)  # after xdist has tagged each grouped test's id with its group
