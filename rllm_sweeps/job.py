@@ -34,6 +34,7 @@ from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.metrics import DEFAULT_METRIC, MetricsLog, best_values, never_moved, read_metrics
 from rllm_sweeps.records.result import PHASES, JobResult, TrainingSummary, phase_metric
 from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind, JobStatus
+from rllm_sweeps.training.divergence import Diverged
 
 EXIT_PREEMPTED = 143  # 128 + SIGTERM, what a scheduler expects from a job it stopped
 VERSIONED_PACKAGES = ("rllm-sweeps", "skyrl", "jax", "ray", "hydra-core", "optuna", "submitit", "torch")
@@ -153,6 +154,9 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
             result.record_training(_train(cfg, job_dir, resume_from, stop, fence, launch), stop_requested=bool(stop))
     except KeyboardInterrupt as err:
         result.status, result.error = JobStatus.PREEMPTED, f"stopped by {err}"
+    except Diverged as err:  # not a bug: the message says where and what to try, no traceback
+        result.status, result.failure_kind = JobStatus.FAILED, FailureKind.DIVERGED
+        result.divergence, result.error = err.divergence, str(err)
     except Exception as err:  # recorded; the caller turns it into the exit status
         result.status = JobStatus.FAILED
         result.error = "".join(traceback.format_exception(err))[-4000:]
@@ -283,7 +287,12 @@ def _train(
         )
         try:
             stop.in_training = True
-            trainer.fit()
+            try:
+                trainer.fit()
+            except Diverged as err:
+                if pbt is not None:  # no other trial copies a diverged one
+                    pbt.withdraw(err.divergence.step)
+                raise
             stop.in_training = False
             # A superseded attempt saves nothing: the job's new attempt owns the checkpoints.
             if should_stop() and first_step < trainer.state.step < trainer.total_steps and fence.current():

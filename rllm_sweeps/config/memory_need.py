@@ -61,12 +61,20 @@ def run_shape(plain: dict[str, Any]) -> RunShape:
 @functools.lru_cache(maxsize=64)
 def model_shape(path: str) -> ModelShape | None:
     """The model's sizes, once per path; None: its config.json is not on this machine."""
-    from rllm_sweeps.models.tiny import BUILTIN_MODELS, is_hub_id
+    from rllm_sweeps.cachedir import cache_dir
+    from rllm_sweeps.models.tiny import BUILTIN_MODELS, builtin_dir, is_hub_id
 
     if path.startswith("builtin:"):
-        recipe = BUILTIN_MODELS.get(path.removeprefix("builtin:"))
-        return ModelShape.from_hf_config(recipe["model"]) if recipe else None
-    config = Path(path).expanduser() / "config.json"
+        name = path.removeprefix("builtin:")
+        recipe = BUILTIN_MODELS.get(name)
+        if recipe is None:
+            return None
+        if "model" in recipe:  # a tiny model's config, in the dtype it is saved in
+            saved = {"dtype": recipe["save_dtype"]} if "save_dtype" in recipe else {}
+            return ModelShape.from_hf_config({**recipe["model"], **saved})
+        config = builtin_dir(name, cache_dir()) / "config.json"  # a converted model: once built
+    else:
+        config = Path(path).expanduser() / "config.json"
     if not config.is_file() and is_hub_id(path):
         from huggingface_hub import try_to_load_from_cache
 

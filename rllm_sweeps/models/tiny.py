@@ -1,4 +1,5 @@
-"""A tiny random-init Qwen3 + byte-level BPE tokenizer, built locally (no model hub).
+"""A tiny random-init Qwen3 + byte-level BPE tokenizer, built locally (no model hub), and the
+built-in models (``builtin:<name>``: the tiny ones, and a real one from a GGUF file, gguf.py).
 
 ``build_tiny_model(out_dir)`` writes a complete Hugging Face model directory
 (``config.json``, ``model.safetensors``, ``tokenizer.json`` + config, chat
@@ -19,6 +20,8 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+
+from rllm_sweeps.models.gguf import SMOLLM2_135M_INSTRUCT_RECIPE, build_from_gguf, distribution_version
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
@@ -68,7 +71,18 @@ QWEN3_05B_RANDOM_RECIPE: dict = {
     "lm_head_std": 0.02,
 }
 
-BUILTIN_MODELS: dict[str, dict] = {"tiny-qwen3": TINY_QWEN3_RECIPE, "qwen3-0.5b-random": QWEN3_05B_RANDOM_RECIPE}
+# The tiny model as published checkpoints are: its weights saved in bfloat16, so config.json's dtype
+# says bfloat16 and SkyRL's JAX engine computes in it (the tiny model itself is saved in float32, and
+# so, whatever its model config says, is qwen3-0.5b-random: save_pretrained writes the weights' dtype).
+TINY_QWEN3_BF16_RECIPE: dict = {**TINY_QWEN3_RECIPE, "save_dtype": "bfloat16"}
+
+BUILTIN_MODELS: dict[str, dict] = {
+    "tiny-qwen3": TINY_QWEN3_RECIPE,
+    "tiny-qwen3-bf16": TINY_QWEN3_BF16_RECIPE,
+    "qwen3-0.5b-random": QWEN3_05B_RANDOM_RECIPE,
+    # a real pretrained model, from a GGUF file a package ships (models/gguf.py)
+    "smollm2-135m-instruct": SMOLLM2_135M_INSTRUCT_RECIPE,
+}
 
 
 def _corpus() -> list[str]:
@@ -143,6 +157,7 @@ def build_tiny_model(out_dir: Path, seed: int = 0, recipe: dict | None = None) -
         gen = torch.Generator().manual_seed(seed + 1)
         w = model.lm_head.weight
         w.copy_(torch.randn(w.shape, generator=gen) * recipe["lm_head_std"])
+    model = model.to(getattr(torch, recipe.get("save_dtype", "float32")))
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     (out_dir / "rllm_sweeps_recipe.json").write_text(json.dumps({"seed": seed, **recipe}, indent=2, sort_keys=True))
@@ -150,12 +165,25 @@ def build_tiny_model(out_dir: Path, seed: int = 0, recipe: dict | None = None) -
 
 
 def recipe_hash(recipe: dict, seed: int = 0) -> str:
-    """Short stable hash of what a build produces: recipe, seed, tokenizer corpus, chat template."""
-    blob = json.dumps(
-        {"seed": seed, **recipe, "corpus": _corpus(), "special": SPECIAL_TOKENS, "chat_template": CHAT_TEMPLATE},
-        sort_keys=True,
-    ).encode()
-    return hashlib.sha256(blob).hexdigest()[:10]
+    """Short stable hash of what a build produces: recipe, seed, tokenizer corpus, chat template (a
+    GGUF recipe: the recipe and the version of the package that ships the file)."""
+    if recipe.get("source") == "gguf":
+        made = {**recipe, "version": distribution_version(recipe)}
+    else:
+        made = {"seed": seed, **recipe, "corpus": _corpus(), "special": SPECIAL_TOKENS, "chat_template": CHAT_TEMPLATE}
+    return hashlib.sha256(json.dumps(made, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def build_builtin(out_dir: Path, recipe: dict) -> Path:
+    """Build a built-in model's directory from its recipe: a GGUF file's conversion, or a tiny model."""
+    if recipe.get("source") == "gguf":
+        return build_from_gguf(out_dir, recipe)
+    return build_tiny_model(out_dir, seed=0, recipe=recipe)
+
+
+def builtin_dir(name: str, cache_dir: Path) -> Path:
+    """Where built-in model ``name`` is (or will be) built: ``cache_dir/models/<name>-<recipe hash>``."""
+    return Path(cache_dir).expanduser() / "models" / f"{name}-{recipe_hash(BUILTIN_MODELS[name])}"
 
 
 def resolve_model_path(path: str, cache_dir: Path) -> Path:
@@ -172,14 +200,14 @@ def resolve_model_path(path: str, cache_dir: Path) -> Path:
                 f"unknown built-in model {path!r}; known: {sorted('builtin:' + n for n in BUILTIN_MODELS)}"
             )
         recipe = BUILTIN_MODELS[name]
-        models_dir = Path(cache_dir).expanduser() / "models"
-        final = models_dir / f"{name}-{recipe_hash(recipe)}"
+        final = builtin_dir(name, cache_dir)
+        models_dir = final.parent
         if (final / "config.json").is_file():
             return final
         models_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=models_dir))
         try:
-            build_tiny_model(tmp, seed=0, recipe=recipe)
+            build_builtin(tmp, recipe)
             os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache may be shared
             try:
                 os.rename(tmp, final)  # atomic; fails if another process won the race

@@ -76,6 +76,11 @@ class PbtMember:
         if isinstance(decision, Exploit):
             self.exploit(trainer, decision, step)
 
+    def withdraw(self, step: int) -> None:
+        """The trial's training diverged at `step`: its board line loses its score, so no trial
+        exploits it (decision.quantiles ranks only scored trials), whatever it scored before."""
+        self.board.report(TrialState(self.membership.trial, step, None))
+
     # -- parts -----------------------------------------------------------------------------
 
     def score(self, step: int) -> float | None:

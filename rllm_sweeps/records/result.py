@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.records.status import FailureKind, JobStatus
+from rllm_sweeps.records.status import DIVERGED_FIX, FailureKind, JobStatus
 
 SCHEMA_VERSION = 1
 # result.json's phase_time_s: the seconds of each phase, summed over the job's training steps; each step's
@@ -39,6 +39,20 @@ class TrainingSummary:
     pruned_at: int | None = None  # the step its Optuna trial's pruner stopped it at
 
 
+@dataclass(frozen=True)
+class Divergence:
+    """Where a job's training first produced a non-finite number (training/divergence.py raises it;
+    the job then failed with the ``diverged`` kind)."""
+
+    step: int  # the 1-based training step (0: the validation before training)
+    quantity: str  # the first non-finite quantity: "sampler logprob", "loss", "grad_norm", a metric's name
+    value: str  # "nan", "inf" or "-inf" (as text: JSON has no NaN)
+    where: str  # which part of the step: "mini batch 2 of 8", "the step's metrics", "validation"
+
+    def message(self) -> str:
+        return f"training diverged at step {self.step} ({self.where}): {self.quantity} is {self.value}; {DIVERGED_FIX}"
+
+
 @dataclass
 class JobResult:
     status: JobStatus
@@ -60,6 +74,7 @@ class JobResult:
     processes: int = 1  # JAX processes (RayJaxBackend: one per bundle)
     error: str | None = None  # the tail of the error, for failed jobs
     failure_kind: FailureKind | None = None  # for a failed job: whose fault
+    divergence: Divergence | None = None  # for a diverged job: where its training first went non-finite
     gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the job ran with (None: not set)
     retries: int = 0  # times the sweep launched the job again after an infrastructure failure
     retry_reasons: list[str] = field(default_factory=list)  # why, one line per retry
@@ -71,6 +86,8 @@ class JobResult:
         # result.json holds the enums' strings: read back (or given as strings), they are the enums again.
         self.status = JobStatus(self.status)
         self.failure_kind = None if self.failure_kind is None else FailureKind(self.failure_kind)
+        if isinstance(self.divergence, dict):
+            self.divergence = Divergence(**self.divergence)
 
     def record_training(self, summary: TrainingSummary, stop_requested: bool) -> None:
         """What the training did, and the state it ended in. A stop that came after the last step

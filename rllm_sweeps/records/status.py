@@ -25,12 +25,14 @@ class JobStatus(enum.StrEnum):
 
 class FailureKind(enum.StrEnum):
     """Why a failed job failed: the user's (config, reward code: not retried), the infrastructure's
-    (worth a retry elsewhere), or the accelerator's memory (not retried: the same job on the same share
-    fails again; OUT_OF_MEMORY_FIX says what to change)."""
+    (worth a retry elsewhere), the accelerator's memory (not retried: the same job on the same share
+    fails again; OUT_OF_MEMORY_FIX says what to change), or its training diverged (a loss, gradient
+    or metric turned NaN or infinite: not retried, the same settings diverge again; DIVERGED_FIX)."""
 
     USER = "user"
     INFRASTRUCTURE = "infrastructure"
     OUT_OF_MEMORY = "out-of-memory"
+    DIVERGED = "diverged"
 
     @property
     def is_infrastructure(self) -> bool:
@@ -46,6 +48,11 @@ class FailureKind(enum.StrEnum):
 OUT_OF_MEMORY_FIX = (
     "lower skyrl.jax.train_micro_batch_size or skyrl.jax.sample_max_num_sequences, or give each job a GPU "
     "of its own (resources.jobs_per_gpu=1)"
+)
+
+DIVERGED_FIX = (
+    "try a lower trainer.lr (a tenth), gradient clipping (trainer.max_grad_norm=1.0) if it is off, or the "
+    "model in float32 (its config.json's dtype)"
 )
 
 # The final states as a set, for a status held as a plain string (a report's row, where two more

@@ -1,10 +1,11 @@
 """How much GPU memory a job of SkyRL's JAX engine needs, estimated before launch.
 
-SkyRL's ``JaxBackend`` (skyrl/backends/jax.py, skyrl/tx/) holds, all in the model's dtype:
+SkyRL's ``JaxBackend`` (skyrl/backends/jax.py, skyrl/tx/) holds, in the model's dtype:
 the base weights; every LoRA'd linear's ``lora_A``/``lora_B`` for each of ``max_lora_adapters``
 slots (attention qkv and o, the MLP's gate_up and down, the embedding, an untied lm_head), with
-as many again for the accumulated gradients and twice as many for AdamW's moments
-(``nnx.Optimizer(wrt=is_lora_param)``). Its peak is then the larger of
+as many again for the accumulated gradients; and, in float32 whatever the model's dtype
+(training/optimizer.py), twice as many for AdamW's moments (``nnx.Optimizer(wrt=is_lora_param)``).
+Its peak is then the larger of
 
 - training: one ``forward_backward`` micro batch of ``micro_batch`` sequences padded to
   ``round_up_seq_len`` tokens; its layers run in a ``lax.scan`` whose residuals the backward keeps
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 GIB = 2**30
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+OPTIMIZER_STATE_BYTES = 4  # AdamW's moments are float32 (training/optimizer.py)
 
 # What XLA keeps live at the backward's peak, against the activations counted per layer. Measured on
 # one H200 (0.44 B Qwen3, LoRA r32, 64 + 128 tokens, docs/BENCHMARKS.md): micro batch 64 fits in 0.75
@@ -111,7 +113,7 @@ class MemoryEstimate:
     """Bytes, by what holds them."""
 
     weights: int
-    lora_state: int  # adapters' parameters, accumulated gradients, AdamW's two moments
+    lora_state: int  # adapters' parameters, accumulated gradients, AdamW's two (float32) moments
     training: int  # a micro batch's activations and logits
     sampling: int  # the sampler's KV cache and last logits
 
@@ -138,7 +140,7 @@ def estimate_jax_memory(model: ModelShape, run: RunShape) -> MemoryEstimate:
     sample_logits = run.sample_sequences * model.vocab * 4
     return MemoryEstimate(
         weights=model.parameters() * b,
-        lora_state=4 * run.lora_adapters * model.lora_parameters(run.lora_rank) * b,
+        lora_state=run.lora_adapters * model.lora_parameters(run.lora_rank) * (2 * b + 2 * OPTIMIZER_STATE_BYTES),
         training=int(activations + logits),
         sampling=kv_cache + sample_logits,
     )

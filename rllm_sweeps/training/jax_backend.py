@@ -94,12 +94,14 @@ def make_jax_backend(
     Adapter slot 0 is the base model, 1 the policy, 2 the KL reference (only
     with ``use_kl_loss`` and ``kl_beta > 0``).
 
-    ``trainer.max_grad_norm`` clips each step's gradient to that global norm before AdamW, as SkyRL's
-    trainer does (:func:`clipping_jax_backend`; ``grad_norm`` reports the norm before clipping, as
-    SkyRL's); RayJaxBackend's workers build SkyRL's own unclipped AdamW (config/engine_settings.py refuses the
-    setting there).
+    Its policies train with optimizer.py's AdamW (in the job's process and in each of RayJaxBackend's
+    workers): SkyRL's, with float32 hyperparameters (bf16 checkpoints otherwise diverge at the first
+    step) and ``trainer.max_grad_norm``'s global-norm clip before AdamW, as SkyRL's trainer does
+    (``grad_norm`` reports the norm before clipping, as SkyRL's).
     """
     from skyrl.backends.jax import JaxBackendConfig
+
+    from rllm_sweeps.training.optimizer import policy_jax_backend, policy_ray_jax_backend
 
     if max_lora_adapters is None:
         max_lora_adapters = 3 if settings.needs_reference else 2
@@ -116,40 +118,5 @@ def make_jax_backend(
         sample_max_num_sequences=sample_max_num_sequences,
         **backend_config,
     )
-    if config.use_ray:
-        from skyrl.backends.ray_jax import RayJaxBackend
-
-        return RayJaxBackend(str(model_dir), config)
-    return clipping_jax_backend(settings.max_grad_norm)(str(model_dir), config)
-
-
-def clipped_adamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, weight_decay=1e-4, max_norm=1.0):
-    """optax's AdamW after optax's global-norm clip (SkyRL's trainer: clip_grad_norm_, then AdamW)."""
-    import optax
-
-    return optax.chain(
-        optax.clip_by_global_norm(max_norm), optax.adamw(learning_rate, b1, b2, eps, weight_decay=weight_decay)
-    )
-
-
-def clipping_jax_backend(max_grad_norm: float | None) -> type:
-    """SkyRL's ``JaxBackend``, whose optimizers clip the gradient to ``max_grad_norm`` (None or <= 0:
-    SkyRL's own, unclipped). The optimizer keeps the hyperparameters SkyRL's ``optim_step`` sets
-    (``optax.inject_hyperparams``), so only its construction in ``create_model`` differs."""
-    from skyrl.backends.jax import JaxBackend
-
-    if max_grad_norm is None or max_grad_norm <= 0:
-        return JaxBackend
-
-    class ClippingJaxBackend(JaxBackend):
-        def create_model(self, model_id, lora_config, model_role: str = "policy") -> None:
-            import jax
-            import optax
-            from flax import nnx
-
-            super().create_model(model_id, lora_config, model_role)
-            with jax.set_mesh(self.mesh):
-                tx = optax.inject_hyperparams(clipped_adamw)(learning_rate=0.0, max_norm=max_grad_norm)
-                self.optimizers[model_id] = nnx.Optimizer(self.model, tx, wrt=self.model.is_lora_param)
-
-    return ClippingJaxBackend
+    backend_class = policy_ray_jax_backend if config.use_ray else policy_jax_backend
+    return backend_class(settings.max_grad_norm)(str(model_dir), config)

@@ -36,6 +36,10 @@ environments, solver-judge). One training step, top to bottom (:meth:`RLTrainer.
 6. ``backend.save_sampler_checkpoint``: the sampler uses the new weights next (only where the
    weights move: SkyRL's JAX backends sample from the adapter they train, published once).
 
+A NaN or infinite number (the sampler's log-probabilities, a mini batch's loss or gradient norm, a
+step's or validation's metric) ends the run where it first appears: ``Diverged`` (divergence.py),
+which the job records as a failure of its own kind, never a completed run.
+
 Validation (:meth:`RLTrainer.validate`) runs ``rollout.n_val`` episodes per
 val prompt at ``rollout.val.temperature`` (0 = greedy) and reports the mean trajectory
 reward (workflows with roles or turns: per role and per episode too); it runs before
@@ -67,6 +71,7 @@ from rllm_sweeps.training.checkpoints import (
 )
 from rllm_sweeps.training.custom_loss import algorithm_config, custom_loss_step, skyrl_loss_function
 from rllm_sweeps.training.datums import Datum, apply_kl_penalty, apply_loss_agg, mini_batch_datums
+from rllm_sweeps.training.divergence import check_finite, check_metrics
 from rllm_sweeps.training.dynamic_sampling import DynamicSampler, SampledBatch
 from rllm_sweeps.training.engine_traits import EngineTraits
 from rllm_sweeps.training.episodes import (
@@ -235,12 +240,14 @@ class RLTrainer:
         # 5. update_epochs_per_batch passes, each one optimizer step per mini batch of trajectories
         #    (batch / mini batch of them); masked trajectories (shaping) carry no loss.
         lr = s.lr_at(step, self.total_steps)
+        #    A non-finite number ends the run where it first appears (divergence.py).
         trained = [t for t in scored if id(t.trajectory) not in shaping.masked]
-        updates = [
-            self._update(mb, lr, timer)
+        passes = [
+            mb
             for _ in range(s.update_epochs_per_batch)
             for mb in mini_batches(trained, s.train_batch_size // s.mini_batch_size)
         ]
+        updates = [self._update(mb, lr, timer, f"mini batch {i} of {len(passes)}") for i, mb in enumerate(passes, 1)]
 
         # 6. Publish the new weights to the sampler, where they have to move (the GPU trainer's
         #    vLLM engines); SkyRL's JAX backends sample from the very adapter optim_step updated.
@@ -263,6 +270,7 @@ class RLTrainer:
             reward_kl=reward_kl,
         )
         metrics = train_metrics(outcome, s, per_episode=self.workflow.reports_episode_metrics())
+        check_metrics(metrics, step + 1, "the step's metrics")
         if self.hooks.on_step_end is not None:
             self.hooks.on_step_end(metrics)
         return metrics
@@ -305,12 +313,18 @@ class RLTrainer:
         self.state.kl_coef = float(controller.value)
         return kl
 
-    def _update(self, mini_batch: Sequence[ScoredTrajectory], lr: float, timer: PhaseTimer) -> MiniBatchStats | None:
-        """One optimizer step on a mini batch's trajectories (None: nothing sampled, nothing to train)."""
+    def _update(
+        self, mini_batch: Sequence[ScoredTrajectory], lr: float, timer: PhaseTimer, where: str
+    ) -> MiniBatchStats | None:
+        """One optimizer step on a mini batch's trajectories (None: nothing sampled, nothing to train).
+        Diverged before the optimizer step if the sampler's log-probabilities or the loss are not
+        finite (the weights stay as they were), after it if the gradient norm is not."""
         s = self.settings
+        step = self.state.step + 1
         datums = mini_batch_datums(mini_batch)
         if not datums:
             return None
+        check_finite((("sampler logprob", lp) for d in datums for lp in d.logprobs), step, where)
         kl = None
         if s.kl_active:
             with timer.phase("ref_forward"):
@@ -322,8 +336,10 @@ class RLTrainer:
             stats = MiniBatchStats.measure(out, datums, s.clip_low_threshold, s.clip_high_threshold, kl)
         else:
             stats = self._custom_loss_pass(datums, kl, timer)
+        check_finite(vars(stats).items(), step, where)
         with timer.phase("optim"):
             stats.grad_norm = self.policy.optim_step(lr, s)
+        check_finite([("grad_norm", stats.grad_norm)], step, where)
         return stats
 
     def _custom_loss_pass(self, datums: list[Datum], kl: float | None, timer: PhaseTimer) -> MiniBatchStats:
@@ -350,6 +366,7 @@ class RLTrainer:
         metrics = val_metrics(
             self.state.step, episodes, timer.elapsed(), per_episode=self.workflow.reports_episode_metrics()
         )
+        check_metrics(metrics, self.state.step, "validation")
         self.state.val_history.append({"step": self.state.step, "val_reward_mean": metrics["val_reward_mean"]})
         if self.hooks.on_validation_end is not None:
             self.hooks.on_validation_end(metrics)
