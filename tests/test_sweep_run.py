@@ -107,6 +107,27 @@ def test_failing_jobs_are_recorded_out_of_memory_as_such_with_its_fix_the_others
     assert FailureKind.OUT_OF_MEMORY in (tmp_path / "report" / "jobs.csv").read_text()
 
 
+def test_a_job_whose_loss_turns_nan_fails_diverged_with_step_and_quantity_and_its_sweep_counts_it_failed(tmp_path):
+    from rllm_sweeps.records.attempts import read_attempts
+    from rllm_sweeps.records.status import DIVERGED_FIX, FailureKind
+
+    # lr 1e30: the first optimizer step overflows the weights; the next mini batch's loss is NaN
+    proc = run_sweep(tmp_path, "trainer.lr=1e-3,1e30", "hydra.sweeper.parallel=2", timeout=600)
+    assert proc.returncode != 0  # a failed job: the sweep says so, after recording everything
+    by_status = {r.status: (name, r) for name, r in job_results(tmp_path).items()}
+    assert sorted(by_status) == ["completed", "failed"]
+    name, diverged = by_status["failed"]
+    assert diverged.failure_kind is FailureKind.DIVERGED and diverged.divergence is not None
+    assert (diverged.divergence.step, diverged.divergence.quantity) == (1, "loss")
+    assert diverged.divergence.where.startswith("mini batch ") and diverged.error.endswith(DIVERGED_FIX)
+    assert not (tmp_path / "jobs" / name / "checkpoints").exists() or not any(
+        (tmp_path / "jobs" / name / "checkpoints").iterdir()
+    )
+    ends = [a for a in read_attempts(tmp_path / "jobs" / name) if a.exit_code is not None]
+    assert ends and all(a.exit_code != 0 for a in ends)  # the job's process exited non-zero
+    assert "1 failed" in proc.stdout and FailureKind.DIVERGED in (tmp_path / "report" / "jobs.csv").read_text()
+
+
 def test_a_second_sweeper_is_refused_while_one_runs_and_after_a_sigkill_a_rerun_takes_over_rerunning_nothing_completed(
     tmp_path,
 ):
