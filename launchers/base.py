@@ -69,6 +69,17 @@ class Launcher(abc.ABC):
         is submitted; none by default."""
         return []
 
+    def unavailable(self) -> str | None:
+        """Why the scheduler cannot be asked from this machine (no client, no configuration, its
+        controller down), with what to do; None where it can, and by default. A dry run then skips
+        `preflight`; a run is refused."""
+        return None
+
+    def flags(self, resources: Resources) -> list[str]:
+        """What the scheduler is asked for a job of these resources.* (SLURM: its sbatch flags), for
+        the dry run; none by default."""
+        return []
+
     def gpu_memory_share(self, resources: Resources) -> tuple[float, int] | None:
         """(fraction, bytes of the GPU) of a GPU's memory a job of these resources.* may use, where
         the launcher knows the GPU the job will run on; None by default (a scheduler's node is not
