@@ -238,6 +238,7 @@ def usage() -> str:
         f"  {'hydra.sweeper.dry_run=true':<36} the plan, every job shown validated, the cost; runs nothing",
         f"  {'hydra.sweeper.parallel=N':<36} jobs in flight (overrides sweep.parallel)",
         f"  {'hydra/launcher=slurm':<36} run the jobs on SLURM (docs/SLURM.md)",
+        f"  {'hydra/launcher=submitit_slurm':<36} the same with hydra-submitit-launcher's field names",
         "Hydra's own help: --hydra-help",
     ]
     return "\n".join(lines)

@@ -154,3 +154,25 @@ def test_docs_slurm_md_shows_the_table_as_generated():
     doc = DOC.read_text()
     assert MARK_BEGIN in doc and MARK_END in doc
     assert with_table(doc, docs_table()) == doc, "run: python -m launchers.submitit_fields --write"
+
+
+def test_without_hydra_submitit_launcher_the_same_submitit_choices_are_registered_from_the_table(monkeypatch):
+    import importlib.util
+    import runpy
+
+    from hydra.core.config_store import ConfigStore
+
+    launchers = ConfigStore.instance().repo["hydra"]["launcher"]
+    kept = {name: launchers.get(name) for name in ("submitit_slurm.yaml", "submitit_local.yaml")}
+    real_find_spec = importlib.util.find_spec
+    absent = "hydra_plugins.hydra_submitit_launcher"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == absent else real_find_spec(n, *a))
+    try:
+        for name in kept:
+            launchers.pop(name, None)
+        runpy.run_module("hydra_plugins.rllm_sweeps_launcher.submitit")
+        for name, conf in (("submitit_slurm.yaml", SlurmQueueConf), ("submitit_local.yaml", LocalQueueConf)):
+            assert launchers[name].provider == "rllm-sweeps"
+            assert launchers[name].node == OmegaConf.structured(conf)
+    finally:
+        launchers.update({name: node for name, node in kept.items() if node is not None})
