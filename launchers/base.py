@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.resources import Resources
+from rllm_sweeps.records.status import FailureKind
 
 
 class JobState(enum.Enum):
@@ -41,6 +42,7 @@ class PollStatus:
     returncode: int | None = None
     detail: str = ""  # e.g. the scheduler's job id or reason
     failure: str | None = None  # an infrastructure reason the scheduler saw (node failure, OOM kill)
+    kind: FailureKind | None = None  # whose fault the end was, where the scheduler knows (a time limit)
     log: str = ""  # the end of the scheduler's log of the job, where it ended badly
 
 

@@ -243,7 +243,9 @@ class SlurmLauncher(Launcher):
         log = self.log_tail(job) if final != "COMPLETED" else ""
         end = classify_end(final, log, started=self.process_started(job.job_id))
         failure = f"{end.failure}, requeued by SLURM" if requeued and end.failure else end.failure
-        return PollStatus(JobState.FINISHED, returncode=end.returncode, detail=end.reason, failure=failure, log=log)
+        return PollStatus(
+            JobState.FINISHED, returncode=end.returncode, detail=end.reason, failure=failure, log=log, kind=end.kind
+        )
 
     def log_tail(self, job: submitit.Job, size: int = 4000) -> str:
         """The end of the job's SLURM log (submitit's stderr file: srun's and slurmstepd's errors)."""

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rllm_sweeps.records.status import FailureKind
+from rllm_sweeps.records.status import TIME_LIMIT_FIX, FailureKind
 
 # sacct's terminal states, each with its kind and what to say (None: success).
 ENDED: dict[str, tuple[FailureKind | None, str]] = {
@@ -23,9 +23,8 @@ ENDED: dict[str, tuple[FailureKind | None, str]] = {
     "FAILED": (FailureKind.USER, "the job's process failed (SLURM state FAILED)"),
     "CANCELLED": (FailureKind.USER, "cancelled outside the sweep: scancel or an administrator (SLURM state CANCELLED)"),
     "TIMEOUT": (
-        FailureKind.USER,
-        "over its time limit with its requeues spent (SLURM state TIMEOUT): raise resources.time_min "
-        "or hydra.launcher.max_requeues",
+        FailureKind.TIME_LIMIT,
+        f"over its time limit with its requeues spent (SLURM state TIMEOUT): {TIME_LIMIT_FIX}",
     ),
     "DEADLINE": (FailureKind.USER, "past its deadline (SLURM state DEADLINE)"),
     "OUT_OF_MEMORY": (FailureKind.INFRASTRUCTURE, "killed for memory (SLURM state OUT_OF_MEMORY)"),

@@ -42,7 +42,7 @@ def test_a_job_that_failed_before_its_process_started_and_left_no_log_is_infrast
         ("PREEMPTED", FailureKind.INFRASTRUCTURE),
         ("REVOKED", FailureKind.INFRASTRUCTURE),
         ("CANCELLED by 0", FailureKind.USER),
-        ("TIMEOUT", FailureKind.USER),
+        ("TIMEOUT", FailureKind.TIME_LIMIT),
         ("DEADLINE", FailureKind.USER),
         ("SPECIAL_EXIT", FailureKind.USER),
         ("SOMETHING_NEW", FailureKind.USER),
@@ -56,7 +56,8 @@ def test_every_terminal_state_has_a_kind_and_a_reason(state, kind):
 
 
 def test_a_timed_out_job_is_told_how_to_give_it_more_time():
-    assert "resources.time_min" in classify_end("TIMEOUT").reason
+    reason = classify_end("TIMEOUT").reason
+    assert "requeues spent" in reason and "resources.time_min" in reason and "max_requeues" in reason
 
 
 @pytest.mark.parametrize("state", ["PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "SUSPENDED", "COMPLETING"])
