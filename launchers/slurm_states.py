@@ -72,6 +72,11 @@ _LAUNCH_FAILURES = (
 )
 
 
+# What submitit writes when the warning before a time limit came with the job's requeues spent: the job
+# exits (SLURM state FAILED, before the limit) instead of being requeued.
+REQUEUES_SPENT = "Job not requeued because: timed-out too many times"
+
+
 def base_state(state: str) -> str:
     """sacct writes `CANCELLED by 0`: the state is the first word."""
     return state.split()[0] if state.strip() else "UNKNOWN"
@@ -108,7 +113,10 @@ def classify_end(state: str, log: str = "", started: bool = True) -> Ending:
     s = base_state(state)
     kind, reason = ENDED.get(s, (FailureKind.USER, f"ended in SLURM state {s}"))
     if s == "FAILED":
-        if line := launch_failure(log):
+        if REQUEUES_SPENT in log:
+            kind = FailureKind.TIME_LIMIT
+            reason = f"warned before its time limit with its requeues spent (SLURM state FAILED): {TIME_LIMIT_FIX}"
+        elif line := launch_failure(log):
             kind, reason = FailureKind.INFRASTRUCTURE, f"SLURM could not launch the job's step (state FAILED): {line}"
         elif not started and not log.strip():
             kind, reason = (

@@ -124,9 +124,12 @@ def check_launcher(args: Any) -> None:
     if not chosen or args.config_path is not None:  # another primary config: Hydra says what it lacks
         return
     searchpath = [o for o in args.overrides if split_override(o).key == "hydra.searchpath"]
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
     try:
         options = group_options(CONF_DIR, "hydra/launcher", args.config_name or "config", searchpath, args.config_dir)
-    except Exception:  # noqa: BLE001  (a broken search path: Hydra's own message says it)
+    except (HydraException, OmegaConfBaseException):  # a broken search path or config: Hydra's own message says it
         return
     if chosen[-1] not in options:
         fail(not_driven(chosen[-1], "Hydra finds no such launcher config here"))

@@ -13,6 +13,8 @@ DATA = Path(__file__).parent / "data" / "slurm_logs"
 # What srun printed when slurmd died while it launched the job's step (recorded on the local cluster).
 STEP_LAUNCH_LOG = (DATA / "step_launch_failed.err").read_text()
 USER_CRASH_LOG = (DATA / "user_crash.err").read_text()
+# The end of the log of a job warned before its time limit with its one requeue spent (local cluster).
+REQUEUES_SPENT_LOG = (DATA / "requeues_spent.err").read_text()
 
 
 def test_a_step_slurm_could_not_launch_is_an_infrastructure_failure_with_srun_s_reason():
@@ -53,6 +55,13 @@ def test_every_terminal_state_has_a_kind_and_a_reason(state, kind):
     assert end.kind == kind and end.reason
     assert (end.failure is not None) == (kind == FailureKind.INFRASTRUCTURE)
     assert end.returncode == (0 if kind is None else 1)
+
+
+def test_a_job_warned_before_its_time_limit_with_its_requeues_spent_is_a_time_limit_failure_not_the_users_crash():
+    end = classify_end("FAILED", REQUEUES_SPENT_LOG)
+    assert end.kind == FailureKind.TIME_LIMIT and end.failure is None and end.returncode == 1
+    assert "requeues spent" in end.reason and "resources.time_min" in end.reason and "max_requeues" in end.reason
+    assert classify_end("FAILED", USER_CRASH_LOG).kind == FailureKind.USER
 
 
 def test_a_timed_out_job_is_told_how_to_give_it_more_time():
