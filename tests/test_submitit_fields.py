@@ -17,6 +17,7 @@ from launchers.choice import DRIVEN, LauncherRefused, choose
 from launchers.submitit_fields import DOC, FIELDS, MARK_BEGIN, MARK_END, docs_table, schema, with_table
 from rllm_sweeps.records.resources import Resources
 
+REPO = Path(__file__).resolve().parents[1]
 BASE = Resources(nodes=1, gpus_per_node=0, cpus_per_task=2, jobs_per_gpu=1, mem_gb=8, time_min=60)
 
 
@@ -170,7 +171,7 @@ def test_without_hydra_submitit_launcher_the_same_submitit_choices_are_registere
     try:
         for name in kept:
             launchers.pop(name, None)
-        runpy.run_module("hydra_plugins.rllm_sweeps_launcher.submitit")
+        runpy.run_path(str(REPO / "hydra_plugins" / "rllm_sweeps_launcher" / "submitit.py"))  # as Hydra's scan runs it
         for name, conf in (("submitit_slurm.yaml", SlurmQueueConf), ("submitit_local.yaml", LocalQueueConf)):
             assert launchers[name].provider == "rllm-sweeps"
             assert launchers[name].node == OmegaConf.structured(conf)
