@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.resources import Resources
+from rllm_sweeps.records.status import FailureKind
 
 
 class JobState(enum.Enum):
@@ -41,6 +42,7 @@ class PollStatus:
     returncode: int | None = None
     detail: str = ""  # e.g. the scheduler's job id or reason
     failure: str | None = None  # an infrastructure reason the scheduler saw (node failure, OOM kill)
+    kind: FailureKind | None = None  # whose fault the end was, where the scheduler knows (a time limit)
     log: str = ""  # the end of the scheduler's log of the job, where it ended badly
 
 
@@ -67,6 +69,17 @@ class Launcher(abc.ABC):
     def preflight(self, shapes: list[Resources]) -> list[str]:
         """What the scheduler would refuse, per distinct job shape (resources.*), before anything
         is submitted; none by default."""
+        return []
+
+    def unavailable(self) -> str | None:
+        """Why the scheduler cannot be asked from this machine (no client, no configuration, its
+        controller down), with what to do; None where it can, and by default. A dry run then skips
+        `preflight`; a run is refused."""
+        return None
+
+    def flags(self, resources: Resources) -> list[str]:
+        """What the scheduler is asked for a job of these resources.* (SLURM: its sbatch flags), for
+        the dry run; none by default."""
         return []
 
     def gpu_memory_share(self, resources: Resources) -> tuple[float, int] | None:

@@ -18,6 +18,7 @@ checkpoint, at most `max_requeues` times.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -30,7 +31,7 @@ from launchers.slurm_settings import SlurmSettings
 from launchers.slurm_states import REQUEUE_MAY_FOLLOW, JobWatch, base_state, classify_end, is_live
 from launchers.slurm_task import TrainCommand
 from launchers.slurm_times import SACCT_ENV, SACCT_FIELDS, missing_ends, parse_runs
-from launchers.submitit_private import sbatch_script
+from launchers.submitit_private import sbatch_script, slurm_executor_anywhere
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.resources import Resources
@@ -68,16 +69,25 @@ class SlurmLauncher(Launcher):
         self._job_dirs: dict[str, Path] = {}  # job id -> the job's directory (its attempt records)
 
     def executor(
-        self, request: LaunchRequest, folder: Path | None = None, name: str | None = None, after: str | None = None
+        self,
+        request: LaunchRequest,
+        folder: Path | None = None,
+        name: str | None = None,
+        after: str | None = None,
+        render_only: bool = False,
     ) -> submitit.AutoExecutor:
         """An executor sized from the job's resources (folder: where submitit keeps its files;
-        after: a SLURM job id this submission waits for)."""
+        after: a SLURM job id this submission waits for; render_only: for its flags, also where
+        SLURM is not installed)."""
         res = request.resources
         s = self.settings
-        executor = submitit.AutoExecutor(
-            folder=folder or JobPaths(request.job_dir).slurm, cluster="slurm", slurm_max_num_timeout=s.max_requeues
-        )
-        extra = {k: v for k, v in (("account", s.account), ("qos", s.qos), ("constraint", s.constraint)) if v}
+        folder = folder or JobPaths(request.job_dir).slurm
+        if render_only:
+            executor = slurm_executor_anywhere(folder, s.max_requeues)
+        else:
+            executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=s.max_requeues)
+        extra = dict(s.additional_parameters)
+        extra.update({k: v for k, v in (("account", s.account), ("qos", s.qos), ("constraint", s.constraint)) if v})
         if after:
             extra["dependency"] = f"afterany:{after}"
         gpus = res.gpus_per_node
@@ -125,10 +135,31 @@ class SlurmLauncher(Launcher):
         resources to flags: the executor's, for the submission and its preflight alike)."""
         probe = LaunchRequest(index=0, job_dir=Path("/nonexistent/jobs/preflight"), argv=[], resources=resources)
         # submitit renders its batch script without writing anything (its folder is not created).
-        script = sbatch_script(self.executor(probe), "true")
+        script = sbatch_script(self.executor(probe, render_only=True), "true")
         skip = ("--output", "--error", "--open-mode", "--job-name", "--signal", "--wckey")
         flags = [line.removeprefix("#SBATCH ").strip() for line in script.splitlines() if line.startswith("#SBATCH ")]
         return [f for f in flags if not f.startswith(skip)]
+
+    def flags(self, resources: Resources) -> list[str]:
+        return self.sbatch_flags(resources)
+
+    def unavailable(self) -> str | None:
+        """Why SLURM cannot be asked from here: no client, its configuration missing, its controller
+        not answering (the local cluster not up)."""
+        local = "for cluster=local, bring the local cluster up first: make slurm-up"
+        if shutil.which("sbatch") is None:
+            return f"no SLURM client here (sbatch is not on PATH): run this on a SLURM login node; {local}"
+        conf = os.environ.get("SLURM_CONF")
+        if conf and not Path(conf).is_file():
+            return f"SLURM's configuration SLURM_CONF={conf} does not exist; {local}"
+        try:
+            proc = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return f"the SLURM controller does not answer (scontrol ping: {err}); {local}"
+        answer = (proc.stdout.strip() or proc.stderr.strip() or "no answer").splitlines()[-1]
+        if proc.returncode != 0 or "DOWN" in proc.stdout:
+            return f"the SLURM controller does not answer (scontrol ping: {answer}); {local}"
+        return None
 
     def partition_time_limit_min(self) -> int | None:
         """MaxTime of the partition jobs go to (the default one if none is set), in minutes."""
@@ -212,7 +243,9 @@ class SlurmLauncher(Launcher):
         log = self.log_tail(job) if final != "COMPLETED" else ""
         end = classify_end(final, log, started=self.process_started(job.job_id))
         failure = f"{end.failure}, requeued by SLURM" if requeued and end.failure else end.failure
-        return PollStatus(JobState.FINISHED, returncode=end.returncode, detail=end.reason, failure=failure, log=log)
+        return PollStatus(
+            JobState.FINISHED, returncode=end.returncode, detail=end.reason, failure=failure, log=log, kind=end.kind
+        )
 
     def log_tail(self, job: submitit.Job, size: int = 4000) -> str:
         """The end of the job's SLURM log (submitit's stderr file: srun's and slurmstepd's errors)."""

@@ -7,7 +7,7 @@ conf/cluster/*.yaml.
 
 # No `from __future__ import annotations`: OmegaConf reads these annotations as a structured config.
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional  # noqa: UP035 (OmegaConf's structured configs)
+from typing import Any, Dict, List, Optional  # noqa: UP035 (OmegaConf's structured configs)
 
 
 @dataclass
@@ -18,6 +18,8 @@ class SlurmSettings:
     constraint: Optional[str] = None  # noqa: UP045
     setup: List[str] = field(default_factory=list)  # noqa: UP006  shell lines run before each job (module load ...)
     env: Dict[str, str] = field(default_factory=dict)  # noqa: UP006  for the clients (SLURM_CONF) and the job
+    # more sbatch flags, as submitit's additional parameters: {"exclude": "node3", "mail-type": "END"}
+    additional_parameters: Dict[str, Any] = field(default_factory=dict)  # noqa: UP006
     max_requeues: int = 3  # requeues after a time limit or preemption
     signal_delay_s: int = 90  # SIGUSR2 this long before the time limit: checkpoint and requeue
     poll_interval_s: float = 2.0  # sacct at most this often (all jobs in one call)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rllm_sweeps.records.status import FailureKind
+from rllm_sweeps.records.status import TIME_LIMIT_FIX, FailureKind
 
 # sacct's terminal states, each with its kind and what to say (None: success).
 ENDED: dict[str, tuple[FailureKind | None, str]] = {
@@ -23,9 +23,8 @@ ENDED: dict[str, tuple[FailureKind | None, str]] = {
     "FAILED": (FailureKind.USER, "the job's process failed (SLURM state FAILED)"),
     "CANCELLED": (FailureKind.USER, "cancelled outside the sweep: scancel or an administrator (SLURM state CANCELLED)"),
     "TIMEOUT": (
-        FailureKind.USER,
-        "over its time limit with its requeues spent (SLURM state TIMEOUT): raise resources.time_min "
-        "or hydra.launcher.max_requeues",
+        FailureKind.TIME_LIMIT,
+        f"over its time limit with its requeues spent (SLURM state TIMEOUT): {TIME_LIMIT_FIX}",
     ),
     "DEADLINE": (FailureKind.USER, "past its deadline (SLURM state DEADLINE)"),
     "OUT_OF_MEMORY": (FailureKind.INFRASTRUCTURE, "killed for memory (SLURM state OUT_OF_MEMORY)"),
@@ -73,6 +72,11 @@ _LAUNCH_FAILURES = (
 )
 
 
+# What submitit writes when the warning before a time limit came with the job's requeues spent: the job
+# exits (SLURM state FAILED, before the limit) instead of being requeued.
+REQUEUES_SPENT = "Job not requeued because: timed-out too many times"
+
+
 def base_state(state: str) -> str:
     """sacct writes `CANCELLED by 0`: the state is the first word."""
     return state.split()[0] if state.strip() else "UNKNOWN"
@@ -109,7 +113,10 @@ def classify_end(state: str, log: str = "", started: bool = True) -> Ending:
     s = base_state(state)
     kind, reason = ENDED.get(s, (FailureKind.USER, f"ended in SLURM state {s}"))
     if s == "FAILED":
-        if line := launch_failure(log):
+        if REQUEUES_SPENT in log:
+            kind = FailureKind.TIME_LIMIT
+            reason = f"warned before its time limit with its requeues spent (SLURM state FAILED): {TIME_LIMIT_FIX}"
+        elif line := launch_failure(log):
             kind, reason = FailureKind.INFRASTRUCTURE, f"SLURM could not launch the job's step (state FAILED): {line}"
         elif not started and not log.strip():
             kind, reason = (

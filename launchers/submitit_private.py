@@ -7,6 +7,9 @@ tests/test_structure.py keeps such uses here (Hydra's and OmegaConf's are in rll
 
 from __future__ import annotations
 
+from pathlib import Path
+from unittest import mock
+
 import submitit
 
 
@@ -19,3 +22,15 @@ def sbatch_script(executor: submitit.AutoExecutor, command: str) -> str:
     """
     slurm_executor = executor._executor
     return slurm_executor._make_submission_file_text(command, uid="preview")  # the SLURM executor ignores uid
+
+
+def slurm_executor_anywhere(folder: Path, max_num_timeout: int) -> submitit.AutoExecutor:
+    """AutoExecutor(cluster="slurm") also where `srun` is not on PATH, to render the batch script a
+    dry run shows (never to submit: the SLURM launcher refuses a run where SLURM cannot be asked).
+
+    Public submitit refuses to build its SLURM executor without `srun` ("Could not detect srun"),
+    and that check (SlurmExecutor.affinity) is all that needs SLURM; the flags are rendered by submitit
+    alone, as for a submission.
+    """
+    with mock.patch.object(submitit.SlurmExecutor, "affinity", classmethod(lambda cls: 2)):
+        return submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=max_num_timeout)

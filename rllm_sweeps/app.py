@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -87,6 +88,7 @@ def preflight(argv: list[str]) -> None:
         fail(f"'{sweep_file}' selects a sweep, which runs with -m: python train.py -m {' '.join(args.overrides)}")
     try:
         if args.multirun:
+            check_launcher(args)  # before Hydra composes it: a launcher Hydra cannot find is refused here
             check_sweep_file(sweep_file)  # before Hydra composes it
             check_override_keys(args.overrides, where="command line")  # the sweeper checks each job
         elif args.cfg == "job":
@@ -108,6 +110,29 @@ def preflight(argv: list[str]) -> None:
             _validated = tuple(job_overrides(args.overrides))
     except ConfigError as err:
         fail(str(err))
+
+
+def check_launcher(args: Any) -> None:
+    """`hydra/launcher=NAME` that Hydra cannot find (a typo, a plugin not installed): one line naming
+    the launchers this sweeper drives, instead of Hydra's composition error. One it finds is
+    judged by the sweeper, by what it is (launchers/choice.py)."""
+    from launchers.choice import not_driven
+    from rllm_sweeps.config.compose import CONF_DIR
+    from rllm_sweeps.config.private_api import group_options
+
+    chosen = [p.value for o in args.overrides if (p := split_override(o)).key == "hydra/launcher" and p.value]
+    if not chosen or args.config_path is not None:  # another primary config: Hydra says what it lacks
+        return
+    searchpath = [o for o in args.overrides if split_override(o).key == "hydra.searchpath"]
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        options = group_options(CONF_DIR, "hydra/launcher", args.config_name or "config", searchpath, args.config_dir)
+    except (HydraException, OmegaConfBaseException):  # a broken search path or config: Hydra's own message says it
+        return
+    if chosen[-1] not in options:
+        fail(not_driven(chosen[-1], "Hydra finds no such launcher config here"))
 
 
 def check_sweep_file(selector: str | None) -> None:
@@ -216,6 +241,7 @@ def usage() -> str:
         f"  {'hydra.sweeper.dry_run=true':<36} the plan, every job shown validated, the cost; runs nothing",
         f"  {'hydra.sweeper.parallel=N':<36} jobs in flight (overrides sweep.parallel)",
         f"  {'hydra/launcher=slurm':<36} run the jobs on SLURM (docs/SLURM.md)",
+        f"  {'hydra/launcher=submitit_slurm':<36} the same with hydra-submitit-launcher's field names",
         "Hydra's own help: --hydra-help",
     ]
     return "\n".join(lines)

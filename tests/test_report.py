@@ -273,6 +273,19 @@ def test_missing_and_failed_jobs_shown_and_left_out(tmp_path):
         assert text in table
 
 
+def test_jobs_over_their_time_limit_with_their_requeues_spent_are_counted_in_a_note_with_the_fix(tmp_path):
+    plan = plan_dict(ZIP_POINTS)
+    sweep = make_sweep(tmp_path, plan)
+    for job in plan["jobs"][:2]:
+        write_job(
+            sweep, job, status=JobStatus.FAILED, val=[0.1], error="over its time limit", failure_kind="time-limit"
+        )
+    report = build_report(sweep)
+    (note,) = [n for n in report.notes if "time limit" in n]
+    assert note.startswith("2 of the failed jobs reached their time limit with their requeues spent: ")
+    assert "resources.time_min" in note and "max_requeues" in note
+
+
 def test_jobs_matched_by_config_hash_not_name(tmp_path):
     plan = plan_dict(ZIP_POINTS, seeds=None)
     sweep = make_sweep(tmp_path, plan)

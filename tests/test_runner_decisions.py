@@ -21,7 +21,7 @@ from rllm_sweeps.records import attempts
 from rllm_sweeps.records.plan import Metric, PlannedJob
 from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.records.result import JobResult
-from rllm_sweeps.records.status import JobStatus
+from rllm_sweeps.records.status import FailureKind, JobStatus
 from rllm_sweeps.sweep.runner import StaticSource, SweepRunner, job_dir_for
 
 SHAPE = Resources(nodes=1, gpus_per_node=0, cpus_per_task=2, jobs_per_gpu=1, mem_gb=8, time_min=60)
@@ -33,6 +33,8 @@ class Outcome:
 
     status: str | None = JobStatus.COMPLETED
     failure: str | None = None  # the scheduler's infrastructure reason
+    kind: FailureKind | None = None  # whose fault the end was, as the scheduler saw it
+    detail: str = "scripted"
     returncode: int = 0
     polls: int = 2  # polls before it ends
     log: str = ""
@@ -86,7 +88,9 @@ class ScriptedLauncher(Launcher):
         if o.status is not None:
             JobResult(status=o.status, config_hash=f"h{handle.request.index}", steps=3).write(handle.request.job_dir)
         self.live.discard(handle.request.index)
-        return PollStatus(JobState.FINISHED, returncode=o.returncode, detail="scripted", failure=o.failure, log=o.log)
+        return PollStatus(
+            JobState.FINISHED, returncode=o.returncode, detail=o.detail, failure=o.failure, log=o.log, kind=o.kind
+        )
 
     def cancel(self, handle: Handle) -> None:
         handle.cancelled = True
@@ -148,6 +152,20 @@ def test_a_user_failure_is_not_retried(tmp_path):
     assert launcher.submitted == [0]
     assert results[0].status == JobStatus.FAILED and results[0].failure_kind == "user"
     assert "ZeroDivisionError" in results[0].error  # the scheduler's log tail, for a job that left none
+
+
+def test_a_job_preempted_by_its_last_time_limit_with_its_requeues_spent_fails_as_time_limit_with_the_fix(tmp_path):
+    from launchers.slurm_states import classify_end
+
+    end = classify_end("TIMEOUT")  # what the SLURM launcher reports of it
+    spent = Outcome(status=JobStatus.PREEMPTED, returncode=end.returncode, kind=end.kind, detail=end.reason)
+    launcher = ScriptedLauncher({0: [spent]})
+    results = run_sweep(tmp_path, launcher, 1)
+    assert launcher.submitted == [0]  # not retried: the same job would run out of time again
+    assert results[0].status == JobStatus.FAILED and results[0].failure_kind == FailureKind.TIME_LIMIT
+    assert "resources.time_min" in results[0].error and "max_requeues" in results[0].error
+    (recorded,) = [JobResult.read(p.parent) for p in tmp_path.glob("jobs/*/result.json")]
+    assert recorded.status == JobStatus.FAILED and recorded.failure_kind == FailureKind.TIME_LIMIT
 
 
 def test_a_job_that_left_no_result_says_so_with_the_schedulers_reason(tmp_path):

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from test_slurm_sweep import QUICK
 
+from rllm_sweeps.records.attempts import read_attempts
 from rllm_sweeps.records.metrics import read_metrics
 from rllm_sweeps.records.result import JobResult
 
@@ -32,9 +33,16 @@ SLOW = [
 ]
 
 
-def start_sweep(sweep_dir: Path, *args: str, slow: bool = True, reward_s: float = 0.02) -> subprocess.Popen:
+def start_sweep(
+    sweep_dir: Path,
+    *args: str,
+    slow: bool = True,
+    reward_s: float = 0.02,
+    launcher: tuple[str, ...] = ("cluster=local",),
+) -> subprocess.Popen:
+    quick = QUICK if launcher == ("cluster=local",) else [a for a in QUICK if not a.startswith("resources.")]
     return subprocess.Popen(
-        [sys.executable, str(REPO / "train.py"), "-m", *QUICK, *(SLOW if slow else []), *args, "cluster=local"]
+        [sys.executable, str(REPO / "train.py"), "-m", *quick, *(SLOW if slow else []), *args, *launcher]
         + [f"hydra.sweep.dir={sweep_dir}"],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO), "SLOW_REWARD_S": str(reward_s)},
@@ -79,6 +87,34 @@ def test_a_job_longer_than_its_time_limit_is_checkpointed_requeued_and_finishes(
     assert result.status == "completed" and result.steps == 50
     assert 1 <= result.restarts <= 5, result.restarts  # requeued, within max_requeues
     assert train_steps(job_dir) == list(range(1, 51))  # resumed from checkpoints: continuous
+
+
+def test_a_job_whose_requeues_are_spent_before_it_finishes_fails_as_time_limit_with_the_fix(slurm_env, tmp_path):
+    # 200 steps of >= 3.84 s (the reward's sleeps: little CPU) against a 1-minute limit and one
+    # requeue, written in hydra-submitit-launcher's names: the first warning requeues the job, which
+    # resumes; at the second submitit will not requeue it again. The job saw only the SIGTERM that
+    # stopped it (a preemption, to it); the sweep records the time-limit failure it is, with the fix.
+    submitit = ["hydra/launcher=submitit_slurm", "hydra.launcher.partition=debug", "hydra.launcher.timeout_min=1"]
+    submitit += ["hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=4", "hydra.launcher.signal_delay_s=30"]
+    sweeper = start_sweep(
+        tmp_path,
+        "trainer.total_batches=200",
+        "trainer.save_freq=5",
+        reward_s=0.12,
+        launcher=(*submitit, "hydra.launcher.max_num_timeout=1"),
+    )
+    out, _ = sweeper.communicate(timeout=900)
+    assert sweeper.returncode == 1, out[-3000:]
+    job_dir = next(tmp_path.glob("jobs/*"))
+    result = JobResult.read(job_dir)
+    assert result.status == "failed" and result.failure_kind == "time-limit", (result.status, out[-4000:])
+    assert "requeues spent" in result.error and "resources.time_min" in result.error and result.retries == 0
+    assert "1 of the failed jobs reached their time limit with their requeues spent" in out
+    # Requeued once, as max_num_timeout says (two incarnations of one SLURM job), and resumed: no step twice.
+    runs = read_attempts(job_dir)
+    assert [a.restart_count for a in runs] == [0, 1] and len({a.scheduler_id for a in runs}) == 1
+    steps = train_steps(job_dir)
+    assert steps == list(range(1, len(steps) + 1)), steps
 
 
 def test_a_user_error_is_not_retried(slurm_env, tmp_path):

@@ -13,6 +13,8 @@ DATA = Path(__file__).parent / "data" / "slurm_logs"
 # What srun printed when slurmd died while it launched the job's step (recorded on the local cluster).
 STEP_LAUNCH_LOG = (DATA / "step_launch_failed.err").read_text()
 USER_CRASH_LOG = (DATA / "user_crash.err").read_text()
+# The end of the log of a job warned before its time limit with its one requeue spent (local cluster).
+REQUEUES_SPENT_LOG = (DATA / "requeues_spent.err").read_text()
 
 
 def test_a_step_slurm_could_not_launch_is_an_infrastructure_failure_with_srun_s_reason():
@@ -42,7 +44,7 @@ def test_a_job_that_failed_before_its_process_started_and_left_no_log_is_infrast
         ("PREEMPTED", FailureKind.INFRASTRUCTURE),
         ("REVOKED", FailureKind.INFRASTRUCTURE),
         ("CANCELLED by 0", FailureKind.USER),
-        ("TIMEOUT", FailureKind.USER),
+        ("TIMEOUT", FailureKind.TIME_LIMIT),
         ("DEADLINE", FailureKind.USER),
         ("SPECIAL_EXIT", FailureKind.USER),
         ("SOMETHING_NEW", FailureKind.USER),
@@ -55,8 +57,16 @@ def test_every_terminal_state_has_a_kind_and_a_reason(state, kind):
     assert end.returncode == (0 if kind is None else 1)
 
 
+def test_a_job_warned_before_its_time_limit_with_its_requeues_spent_is_a_time_limit_failure_not_the_users_crash():
+    end = classify_end("FAILED", REQUEUES_SPENT_LOG)
+    assert end.kind == FailureKind.TIME_LIMIT and end.failure is None and end.returncode == 1
+    assert "requeues spent" in end.reason and "resources.time_min" in end.reason and "max_requeues" in end.reason
+    assert classify_end("FAILED", USER_CRASH_LOG).kind == FailureKind.USER
+
+
 def test_a_timed_out_job_is_told_how_to_give_it_more_time():
-    assert "resources.time_min" in classify_end("TIMEOUT").reason
+    reason = classify_end("TIMEOUT").reason
+    assert "requeues spent" in reason and "resources.time_min" in reason and "max_requeues" in reason
 
 
 @pytest.mark.parametrize("state", ["PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "SUSPENDED", "COMPLETING"])

@@ -98,6 +98,51 @@ def run_sweep(sweep_dir: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+def test_a_submitit_slurm_sweep_with_hydra_submitit_launchers_field_names_runs_through_sbatch_as_asked(
+    slurm_env, tmp_path
+):
+    # hydra-submitit-launcher's vocabulary, no cluster profile: SLURM_CONF comes from the environment.
+    submitit = [
+        "hydra/launcher=submitit_slurm",
+        "hydra.launcher.partition=debug",
+        "hydra.launcher.timeout_min=7",
+        "hydra.launcher.cpus_per_task=1",
+        "hydra.launcher.mem_gb=3",
+        "hydra.launcher.max_num_timeout=1",
+        "hydra.launcher.signal_delay_s=30",
+    ]
+    quick = [a for a in QUICK if not a.startswith("resources.")]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "train.py"),
+            "-m",
+            *quick,
+            "trainer.lr=1e-3",
+            *submitit,
+            f"hydra.sweep.dir={tmp_path}",
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (job_dir,) = [p.parent for p in tmp_path.glob("jobs/*/result.json")]
+    assert JobResult.read(job_dir).status == "completed"
+    job_id = latest_scheduler_id(job_dir)
+    fields = "JobID,State,Timelimit,Partition,AllocCPUS,ReqMem"
+    out = (
+        subprocess.run(
+            ["sacct", "-n", "-X", "-P", "-j", job_id, "-o", fields], capture_output=True, text=True, check=True
+        )
+        .stdout.strip()
+        .splitlines()
+    )
+    assert out[-1].split("|")[1:] == ["COMPLETED", "00:07:00", "debug", "1", "3G"], out
+
+
 @pytest.mark.parametrize(
     ("bad", "reason"),
     [

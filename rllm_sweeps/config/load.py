@@ -34,8 +34,10 @@ def unknown_overrides(overrides: list[str], where: str = "") -> tuple[list[Confi
     if choices:  # nothing composes with them
         raise ConfigError(choices, where)
     # A group swept with -m (task=a,b) is not one composition: its choices were checked above, and
-    # the sweeper composes and checks each job with its own.
-    base = compose_config([o.input_line for o in parsed.groups if not o.is_sweep_override()])
+    # the sweeper composes and checks each job with its own. Hydra's own groups (hydra/launcher=NAME)
+    # hold no key of the job's, and may come from the user's search path (--config-dir): Hydra composes them.
+    own = [o for o in parsed.groups if not o.is_sweep_override() and not o.key_or_group.startswith("hydra/")]
+    base = compose_config([o.input_line for o in own])
     issues = unknown_key_issues(base, parsed.values)
     bad = {i.key for i in issues}
     return issues, [o.input_line for o in parsed.values if o.key_or_group in bad]

@@ -44,6 +44,29 @@ def config_loader(conf_dir: Path) -> ConfigLoader:
     return ConfigLoaderImpl(config_search_path=create_config_search_path(str(conf_dir)))
 
 
+def group_options(
+    conf_dir: Path, group: str, config_name: str, overrides: Sequence[str], config_dir: str | None
+) -> list[str]:
+    """The options of a config group as the app's Hydra would find them: `conf_dir`, `--config-dir`
+    (`config_dir`), the primary config's and the overrides' `hydra.searchpath`, the plugins'
+    ConfigStore entries (`hydra/launcher`'s included).
+
+    Public Hydra lists a group's options only inside a Hydra app (GlobalHydra's config loader); the
+    pre-flight check runs before it, and adds `--config-dir` to the search path as Hydra's own
+    run_hydra does.
+    """
+    import os
+
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_config_search_path
+
+    search_path = create_config_search_path(str(conf_dir))
+    if config_dir is not None:
+        search_path.append(provider="command-line", path=f"file://{os.path.abspath(config_dir)}")
+    loader = ConfigLoaderImpl(config_search_path=search_path)
+    return loader.get_group_options(group, config_name=config_name, overrides=list(overrides))
+
+
 def command_line_parser() -> argparse.ArgumentParser:
     """Hydra's own parser of an app's command line (-m, --cfg, --help, the overrides).
 

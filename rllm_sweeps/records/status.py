@@ -26,13 +26,15 @@ class JobStatus(enum.StrEnum):
 class FailureKind(enum.StrEnum):
     """Why a failed job failed: the user's (config, reward code: not retried), the infrastructure's
     (worth a retry elsewhere), the accelerator's memory (not retried: the same job on the same share
-    fails again; OUT_OF_MEMORY_FIX says what to change), or its training diverged (a loss, gradient
-    or metric turned NaN or infinite: not retried, the same settings diverge again; DIVERGED_FIX)."""
+    fails again; OUT_OF_MEMORY_FIX says what to change), its time limit, reached with its requeues
+    spent (not retried: TIME_LIMIT_FIX), or its training diverged (a loss, gradient or metric turned
+    NaN or infinite: not retried, the same settings diverge again; DIVERGED_FIX)."""
 
     USER = "user"
     INFRASTRUCTURE = "infrastructure"
     OUT_OF_MEMORY = "out-of-memory"
-    DIVERGED = "diverged"
+    TIME_LIMIT = "time-limit"  # over its time limit with its requeues spent (TIME_LIMIT_FIX)
+    DIVERGED = "diverged"  # a non-finite loss, gradient or metric (training/divergence.py; DIVERGED_FIX)
 
     @property
     def is_infrastructure(self) -> bool:
@@ -48,6 +50,11 @@ class FailureKind(enum.StrEnum):
 OUT_OF_MEMORY_FIX = (
     "lower skyrl.jax.train_micro_batch_size or skyrl.jax.sample_max_num_sequences, or give each job a GPU "
     "of its own (resources.jobs_per_gpu=1)"
+)
+
+TIME_LIMIT_FIX = (
+    "give it more time (resources.time_min; submitit_slurm: hydra.launcher.timeout_min) or more requeues "
+    "(hydra.launcher.max_requeues; submitit_slurm: max_num_timeout): each requeue resumes from its last checkpoint"
 )
 
 DIVERGED_FIX = (

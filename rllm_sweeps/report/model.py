@@ -24,7 +24,7 @@ from rllm_sweeps.records.layout import JobPaths, SweepPaths
 from rllm_sweeps.records.metrics import best_values, never_moved, read_metrics, same_value
 from rllm_sweeps.records.plan import Metric, PlannedJob
 from rllm_sweeps.records.result import JobResult
-from rllm_sweeps.records.status import FINAL_STATUSES, OUT_OF_MEMORY_FIX, FailureKind, JobStatus
+from rllm_sweeps.records.status import FINAL_STATUSES, OUT_OF_MEMORY_FIX, TIME_LIMIT_FIX, FailureKind, JobStatus
 from rllm_sweeps.report.confirm_stats import confirm
 from rllm_sweeps.report.confirmation import ConfirmationReport, ConfirmedPoint
 from rllm_sweeps.report.study import StudySummary, read_study
@@ -180,6 +180,11 @@ def build_report(sweep_dir: Path | str) -> Report:
     out_of_memory = sum(j.failure_kind == FailureKind.OUT_OF_MEMORY for j in jobs)
     if out_of_memory:
         notes.append(f"{out_of_memory} of the failed jobs ran out of accelerator memory: {OUT_OF_MEMORY_FIX}")
+    time_limit = sum(j.failure_kind == FailureKind.TIME_LIMIT for j in jobs)
+    if time_limit:
+        notes.append(
+            f"{time_limit} of the failed jobs reached their time limit with their requeues spent: {TIME_LIMIT_FIX}"
+        )
     manifest = sd.manifest
     command = manifest.get("command")
     parameters = plan.spec.get("parameters") or {}

@@ -11,7 +11,6 @@ hash unless hydra.sweep.dir is given) and runs only what is not completed yet.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import sys
@@ -21,16 +20,24 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from launchers.base import Launcher
+from launchers.choice import LauncherRefused
 from rllm_sweeps.config.planned import job_overrides
 from rllm_sweeps.override_text import set_value
 from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import MANIFEST_FILE
 from rllm_sweeps.records.writable import unwritable
+from rllm_sweeps.sweep.launch_choice import (
+    launch_lines,
+    launcher_choice,
+    launcher_parallel,
+    make_launcher,
+    with_launcher_resources,
+)
 from rllm_sweeps.sweep.memory_check import memory_lines
+from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.plan import Plan
-from rllm_sweeps.sweep.planner import plan_sweep
+from rllm_sweeps.sweep.planner import plan_request
 from rllm_sweeps.sweep.runner import JobSource, StaticSource, SweepRunner
 from rllm_sweeps.sweep.sweeper_lock import SweeperBusy, hold_sweep_dir
 from rllm_sweeps.sweeper_settings import SweeperSettings
@@ -48,34 +55,53 @@ def run_sweep(
         )
         raise SystemExit(2)
     params = dict(settings.params or {})  # Hydra's sweeper.params: key -> expression
-    plan_args = {"params": params, "config_loader": config_loader, "sweep_file": settings.sweep_file}
+    try:
+        # Which launcher, before anything is planned: one this sweeper does not drive is refused.
+        choice = launcher_choice(hydra_cfg)
+        given_parallel = launcher_parallel(settings, choice)
+        request, issues = parse_sweep_lenient(
+            arguments, sweep_file=settings.sweep_file, params=params, config_loader=config_loader
+        )
+        request = with_launcher_resources(request, choice)
+    except LauncherRefused as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     try:
         if settings.dry_run:
             # Planned once: the table is printed as soon as the jobs shown are composed (no SkyRL
             # import needed), then those jobs are validated.
-            plan = plan_sweep(
-                arguments,
+            plan = plan_request(
+                request,
                 limit=settings.rows,
-                preview=lambda p: print(p.render(rows=settings.rows, parallel=settings.parallel)),
-                **plan_args,
+                pending=issues,
+                preview=lambda p: print(p.render(rows=settings.rows, parallel=given_parallel)),
             )
         else:
-            plan = plan_sweep(arguments, max_jobs=settings.max_jobs, progress=print_planning, **plan_args)
+            plan = plan_request(request, pending=issues, max_jobs=settings.max_jobs, progress=print_planning)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C) while planning: nothing was launched", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
-    parallel = settings.parallel if settings.parallel is not None else plan.spec.parallel  # the spec checks its own
+    parallel = given_parallel if given_parallel is not None else plan.spec.parallel  # the spec checks its own
     sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
     if (problem := unwritable(sweep_dir)) is not None:
         print(f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR", file=sys.stderr)
         raise SystemExit(2)
-    launcher = make_launcher(hydra_cfg)
+    launcher = make_launcher(choice)
+    if settings.dry_run:
+        print("\n".join(launch_lines(choice, launcher, plan, parallel)))
     # Everything the scheduler would refuse (SLURM; the local machine's GPUs), for every job shape,
-    # before any job is queued: in a dry run too.
-    problems = launcher.preflight(plan.resource_shapes)
+    # before any job is queued: in a dry run too, where the scheduler can be asked.
+    if (unavailable := launcher.unavailable()) is not None:
+        if not settings.dry_run:
+            print(f"error: cannot submit, nothing was submitted: {unavailable}", file=sys.stderr)
+            raise SystemExit(2)
+        print(f"note: the scheduler's own check of these jobs was skipped: {unavailable}")
+        problems = []
+    else:
+        problems = launcher.preflight(plan.resource_shapes)
     if problems:
         print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
         print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
@@ -162,24 +188,6 @@ def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-
-
-def make_launcher(hydra_cfg: DictConfig) -> Launcher:
-    """The launcher `hydra/launcher` selects: SLURM (submitit) or local processes (default)."""
-    from omegaconf import OmegaConf
-
-    from launchers.slurm_settings import SlurmSettings
-
-    node = hydra_cfg.hydra.launcher
-    kind = OmegaConf.get_type(node)  # the launcher's config class (hydra/launcher=slurm: SlurmSettings's)
-    if isinstance(kind, type) and issubclass(kind, SlurmSettings):
-        from launchers.slurm import SlurmLauncher
-
-        values = OmegaConf.to_container(node, resolve=True)
-        return SlurmLauncher(SlurmSettings(**{f.name: values[f.name] for f in dataclasses.fields(SlurmSettings)}))
-    from launchers.local import LocalLauncher
-
-    return LocalLauncher()
 
 
 def sweep_id(plan: Plan) -> str:

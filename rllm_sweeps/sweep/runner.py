@@ -305,6 +305,12 @@ class SweepRunner:
             # saw only the SIGTERM of its lost node recorded itself as preempted.
             result.status, result.failure_kind = JobStatus.FAILED, FailureKind.INFRASTRUCTURE
             result.error = f"{status.failure}\n{result.error or ''}".strip()
+        if status.kind is FailureKind.TIME_LIMIT and result.status in (JobStatus.FAILED, JobStatus.PREEMPTED):
+            # Its requeues spent, the job saw only the SIGTERM of its last time limit and recorded itself
+            # as preempted: it failed, with what to change.
+            result.status, result.failure_kind = JobStatus.FAILED, FailureKind.TIME_LIMIT
+            result.error = f"{status.detail}\n{result.error or ''}".strip()
+            result.write(job_dir)
         if (
             result.status is JobStatus.FAILED
             and result.failure_kind is FailureKind.INFRASTRUCTURE
