@@ -24,7 +24,14 @@ from rllm_sweeps.records.layout import JobPaths, SweepPaths
 from rllm_sweeps.records.metrics import best_values, never_moved, read_metrics, same_value
 from rllm_sweeps.records.plan import Metric, PlannedJob
 from rllm_sweeps.records.result import JobResult
-from rllm_sweeps.records.status import FINAL_STATUSES, OUT_OF_MEMORY_FIX, TIME_LIMIT_FIX, FailureKind, JobStatus
+from rllm_sweeps.records.status import (
+    DIVERGED_FIX,
+    FINAL_STATUSES,
+    OUT_OF_MEMORY_FIX,
+    TIME_LIMIT_FIX,
+    FailureKind,
+    JobStatus,
+)
 from rllm_sweeps.report.confirm_stats import confirm
 from rllm_sweeps.report.confirmation import ConfirmationReport, ConfirmedPoint
 from rllm_sweeps.report.study import StudySummary, read_study
@@ -36,6 +43,13 @@ NO_RESULT = "no-result"
 DAMAGED_RESULT = "result.json cannot be read (truncated or not JSON)"
 NOT_STARTED = "not-started"
 STATUS_ORDER = (*JobStatus, NO_RESULT, NOT_STARTED)
+
+# The failure kinds a report counts in a note of their own, each with what to change.
+KIND_NOTES = {
+    FailureKind.OUT_OF_MEMORY: ("ran out of accelerator memory", OUT_OF_MEMORY_FIX),
+    FailureKind.TIME_LIMIT: ("reached their time limit with their requeues spent", TIME_LIMIT_FIX),
+    FailureKind.DIVERGED: ("diverged (a NaN or infinite loss, gradient or metric)", DIVERGED_FIX),
+}
 
 
 @dataclass(frozen=True)
@@ -177,14 +191,9 @@ def build_report(sweep_dir: Path | str) -> Report:
         which = "directory holds" if len(unplanned) == 1 else "directories hold"
         names = ", ".join(d.name for d in unplanned[:3]) + (" ..." if len(unplanned) > 3 else "")
         notes.append(f"{len(unplanned)} job {which} a config the plan does not have (left out): {names}")
-    out_of_memory = sum(j.failure_kind == FailureKind.OUT_OF_MEMORY for j in jobs)
-    if out_of_memory:
-        notes.append(f"{out_of_memory} of the failed jobs ran out of accelerator memory: {OUT_OF_MEMORY_FIX}")
-    time_limit = sum(j.failure_kind == FailureKind.TIME_LIMIT for j in jobs)
-    if time_limit:
-        notes.append(
-            f"{time_limit} of the failed jobs reached their time limit with their requeues spent: {TIME_LIMIT_FIX}"
-        )
+    for kind, (what, fix) in KIND_NOTES.items():
+        if count := sum(j.failure_kind == kind for j in jobs):
+            notes.append(f"{count} of the failed jobs {what}: {fix}")
     manifest = sd.manifest
     command = manifest.get("command")
     parameters = plan.spec.get("parameters") or {}
