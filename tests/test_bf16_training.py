@@ -85,7 +85,8 @@ def test_the_tiny_model_saved_as_bf16_trains_three_steps_with_finite_loss_and_gr
         timeout=400,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert JobResult.read(job).status == "completed"
+    result = JobResult.read(job)
+    assert result.status == "completed" and result.backend == "JaxBackend"  # SkyRL's class, under optimizer.py's
     steps = [r for r in read_metrics(job) if r["kind"] == "train"]
     assert [r["step"] for r in steps] == [1, 2, 3]
     for r in steps:  # before the fix: loss and grad_norm NaN from step 1, then 1-token responses

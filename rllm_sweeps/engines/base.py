@@ -41,7 +41,9 @@ class BuiltBackend:
 
     @property
     def name(self) -> str:
-        return type(self.backend).__name__
+        """SkyRL's backend class (JaxBackend, RayJaxBackend, SkyRLTrainBackend), also under a subclass
+        of this project's (training/optimizer.py's)."""
+        return next(c.__name__ for c in type(self.backend).__mro__ if c.__module__.startswith("skyrl."))
 
 
 class Engine:
