@@ -15,8 +15,8 @@ from rllm_sweeps.pbt.member import PbtMember
 from rllm_sweeps.pbt.membership import PbtMembership, write_membership
 from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.records.result import Divergence, JobResult
-from rllm_sweeps.records.status import DIVERGED_FIX, FailureKind, JobStatus
-from rllm_sweeps.training.divergence import Diverged, check_finite, check_metrics, first_non_finite
+from rllm_sweeps.records.status import DIVERGED_FIX, NON_FINITE_REWARD_FIX, FailureKind, JobStatus
+from rllm_sweeps.training.divergence import Diverged, check_finite, first_non_finite
 
 
 def test_the_first_non_finite_number_is_found_in_order_whatever_its_float_type():
@@ -24,9 +24,12 @@ def test_the_first_non_finite_number_is_found_in_order_whatever_its_float_type()
     assert first_non_finite(quantities) == ("grad_norm", pytest.approx(float("nan"), nan_ok=True))
     assert first_non_finite([("loss", np.float64(-1.0)), ("tokens", 12)]) is None
     with pytest.raises(Diverged) as info:
-        check_metrics({"reward_mean": 0.1, "loss": float("-inf")}, step=7, where="the step's metrics")
-    assert info.value.divergence == Divergence(7, "loss", "-inf", "the step's metrics")
-    assert str(info.value) == f"training diverged at step 7 (the step's metrics): loss is -inf; {DIVERGED_FIX}"
+        check_finite({"is_ratio_mean": 1.0, "loss": float("-inf")}.items(), step=7, where="mini batch 2 of 8")
+    assert info.value.divergence == Divergence(7, "loss", "-inf", "mini batch 2 of 8")
+    assert str(info.value) == f"training diverged at step 7 (mini batch 2 of 8): loss is -inf; {DIVERGED_FIX}"
+    with pytest.raises(Diverged) as info:  # a reward is the reward function's to fix, not the optimizer's
+        check_finite([("reward", 0.5), ("reward", float("nan"))], step=2, where="the rewards")
+    assert str(info.value).endswith(NON_FINITE_REWARD_FIX)
     check_finite([("loss", 0.0), ("grad_norm", None)], step=1, where="mini batch 1 of 1")  # finite: nothing
 
 

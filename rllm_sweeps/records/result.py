@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.records.status import DIVERGED_FIX, FailureKind, JobStatus
+from rllm_sweeps.records.status import DIVERGED_FIX, NON_FINITE_REWARD_FIX, FailureKind, JobStatus
 
 SCHEMA_VERSION = 1
 # result.json's phase_time_s: the seconds of each phase, summed over the job's training steps; each step's
@@ -45,12 +45,13 @@ class Divergence:
     the job then failed with the ``diverged`` kind)."""
 
     step: int  # the 1-based training step (0: the validation before training)
-    quantity: str  # the first non-finite quantity: "sampler logprob", "loss", "grad_norm", a metric's name
+    quantity: str  # the first non-finite quantity: "reward", "sampler logprob", "loss", "grad_norm", ...
     value: str  # "nan", "inf" or "-inf" (as text: JSON has no NaN)
-    where: str  # which part of the step: "mini batch 2 of 8", "the step's metrics", "validation"
+    where: str  # which part of the step: "the rewards", "mini batch 2 of 8", "validation"
 
     def message(self) -> str:
-        return f"training diverged at step {self.step} ({self.where}): {self.quantity} is {self.value}; {DIVERGED_FIX}"
+        fix = NON_FINITE_REWARD_FIX if self.quantity == "reward" else DIVERGED_FIX
+        return f"training diverged at step {self.step} ({self.where}): {self.quantity} is {self.value}; {fix}"
 
 
 @dataclass

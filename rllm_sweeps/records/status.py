@@ -61,6 +61,9 @@ DIVERGED_FIX = (
     "try a lower trainer.lr (a tenth), gradient clipping (trainer.max_grad_norm=1.0) if it is off, or the "
     "model in float32 (its config.json's dtype)"
 )
+# A sweep's note on its diverged jobs: each job's error names the quantity and its own fix.
+DIVERGED_HINT = "each one's result.json (divergence, error) says at which step, which quantity and what to try"
+NON_FINITE_REWARD_FIX = "the reward function (task.reward) or environment returned it: make it return a finite number"
 
 # The final states as a set, for a status held as a plain string (a report's row, where two more
 # report-only states sit beside these).

@@ -25,7 +25,7 @@ from rllm_sweeps.records.metrics import best_values, never_moved, read_metrics, 
 from rllm_sweeps.records.plan import Metric, PlannedJob
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import (
-    DIVERGED_FIX,
+    DIVERGED_HINT,
     FINAL_STATUSES,
     OUT_OF_MEMORY_FIX,
     TIME_LIMIT_FIX,
@@ -48,7 +48,7 @@ STATUS_ORDER = (*JobStatus, NO_RESULT, NOT_STARTED)
 KIND_NOTES = {
     FailureKind.OUT_OF_MEMORY: ("ran out of accelerator memory", OUT_OF_MEMORY_FIX),
     FailureKind.TIME_LIMIT: ("reached their time limit with their requeues spent", TIME_LIMIT_FIX),
-    FailureKind.DIVERGED: ("diverged (a NaN or infinite loss, gradient or metric)", DIVERGED_FIX),
+    FailureKind.DIVERGED: ("diverged (a NaN or infinite reward, loss or gradient norm)", DIVERGED_HINT),
 }
 
 

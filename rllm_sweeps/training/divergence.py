@@ -3,9 +3,11 @@
 Once a loss or a gradient is NaN or infinite, the optimizer writes it into the weights and every
 later sample, loss and reward is meaningless: a job that went on would report "completed" with a
 broken model, and a sweep would rank it among the others. The loop checks each quantity as it is
-produced, in the order a step produces them (the sampler's log-probabilities, each mini batch's
-loss before its optimizer step, its gradient norm, then every metric of the step or validation) and
-raises :class:`Diverged` at the first that is not finite. The job records it as failed with the
+produced, in the order a step produces them (the rewards the workflow set, the sampler's
+log-probabilities, each mini batch's loss and ratios before its optimizer step, its gradient norm
+after it; a validation's rewards) and raises :class:`Diverged` at the first that is not finite. The
+step's aggregated metrics are not checked: there NaN also stands for "none" (no update in a step
+whose groups were all filtered, no response). The job records it as failed with the
 ``diverged`` kind (records/status.py), the step, the quantity and the fix to try (result.json's
 ``divergence``: records/result.py's ``Divergence``).
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from rllm_sweeps.records.result import Divergence
 
@@ -42,9 +44,4 @@ def check_finite(quantities: Iterable[tuple[str, object]], step: int, where: str
         raise Diverged(Divergence(step, found[0], str(found[1]), where))
 
 
-def check_metrics(metrics: Mapping[str, object], step: int, where: str) -> None:
-    """A step's or a validation's metrics, in their order."""
-    check_finite(metrics.items(), step, where)
-
-
-__all__ = ["Divergence", "Diverged", "check_finite", "check_metrics", "first_non_finite"]
+__all__ = ["Divergence", "Diverged", "check_finite", "first_non_finite"]

@@ -36,9 +36,9 @@ environments, solver-judge). One training step, top to bottom (:meth:`RLTrainer.
 6. ``backend.save_sampler_checkpoint``: the sampler uses the new weights next (only where the
    weights move: SkyRL's JAX backends sample from the adapter they train, published once).
 
-A NaN or infinite number (the sampler's log-probabilities, a mini batch's loss or gradient norm, a
-step's or validation's metric) ends the run where it first appears: ``Diverged`` (divergence.py),
-which the job records as a failure of its own kind, never a completed run.
+A NaN or infinite number (a reward, the sampler's log-probabilities, a mini batch's loss, ratios or
+gradient norm) ends the run where it first appears: ``Diverged`` (divergence.py), which the job
+records as a failure of its own kind, never a completed run.
 
 Validation (:meth:`RLTrainer.validate`) runs ``rollout.n_val`` episodes per
 val prompt at ``rollout.val.temperature`` (0 = greedy) and reports the mean trajectory
@@ -71,7 +71,7 @@ from rllm_sweeps.training.checkpoints import (
 )
 from rllm_sweeps.training.custom_loss import algorithm_config, custom_loss_step, skyrl_loss_function
 from rllm_sweeps.training.datums import Datum, apply_kl_penalty, apply_loss_agg, mini_batch_datums
-from rllm_sweeps.training.divergence import check_finite, check_metrics
+from rllm_sweeps.training.divergence import check_finite
 from rllm_sweeps.training.dynamic_sampling import DynamicSampler, SampledBatch
 from rllm_sweeps.training.engine_traits import EngineTraits
 from rllm_sweeps.training.episodes import (
@@ -219,6 +219,7 @@ class RLTrainer:
         #      With dynamic sampling, further prompt batches until enough prompts have a signal.
         sampled = self._sample(step, timer)
         groups = sampled.groups
+        check_finite((("reward", t.reward) for g in groups.values() for t in g), step + 1, "the rewards")
 
         # 4. SkyRL's reward shaping (overlong filtering and penalty, the zero-variance filter), then
         #    its KL penalty in the reward; advantages per (task, role) group, broadcast over the
@@ -270,7 +271,6 @@ class RLTrainer:
             reward_kl=reward_kl,
         )
         metrics = train_metrics(outcome, s, per_episode=self.workflow.reports_episode_metrics())
-        check_metrics(metrics, step + 1, "the step's metrics")
         if self.hooks.on_step_end is not None:
             self.hooks.on_step_end(metrics)
         return metrics
@@ -363,10 +363,10 @@ class RLTrainer:
         self.setup()
         timer = PhaseTimer()
         episodes = [e for batch in val_batches(self.task.val, self.settings) for e in self._run_episodes(batch)[0]]
+        check_finite((("reward", t.reward) for e in episodes for t in e.trajectories), self.state.step, "validation")
         metrics = val_metrics(
             self.state.step, episodes, timer.elapsed(), per_episode=self.workflow.reports_episode_metrics()
         )
-        check_metrics(metrics, self.state.step, "validation")
         self.state.val_history.append({"step": self.state.step, "val_reward_mean": metrics["val_reward_mean"]})
         if self.hooks.on_validation_end is not None:
             self.hooks.on_validation_end(metrics)
