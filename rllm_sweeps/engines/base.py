@@ -43,7 +43,8 @@ class BuiltBackend:
     def name(self) -> str:
         """SkyRL's backend class (JaxBackend, RayJaxBackend, SkyRLTrainBackend), also under a subclass
         of this project's (training/optimizer.py's)."""
-        return next(c.__name__ for c in type(self.backend).__mro__ if c.__module__.startswith("skyrl."))
+        ours = __name__.split(".")[0]
+        return next(c.__name__ for c in type(self.backend).__mro__ if c.__module__.split(".")[0] != ours)
 
 
 class Engine:
