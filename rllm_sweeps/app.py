@@ -260,6 +260,8 @@ def usage() -> str:
         f"  {'hydra.sweeper.parallel=N':<36} jobs in flight (overrides sweep.parallel)",
         f"  {'hydra/launcher=slurm':<36} run the jobs on SLURM (docs/SLURM.md)",
         f"  {'hydra/launcher=submitit_slurm':<36} the same with hydra-submitit-launcher's field names",
+        f"  {'hydra/sweeper=optuna':<36} hydra-optuna-sweeper's fields on this Optuna search (docs/OPTUNA.md)",
+        f"  {'--config-dir DIR':<36} your own configs (task/, experiment/, hydra/launcher/): docs/CONFIG.md",
         "Hydra's own help: --hydra-help",
     ]
     return "\n".join(lines)

@@ -69,7 +69,9 @@ def test_hydra_optuna_sweepers_command_runs_four_trials_on_the_products_optuna_s
         f"hydra.sweep.dir={sweep_dir}",
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "the search maximizes val_reward_mean, the product's default metric" in proc.stdout
+    note = "hydra/sweeper=optuna: the search maximizes val_reward_mean, the product's default metric"
+    assert note in proc.stdout  # said, and kept in the plan
+    assert any(n.startswith(note) for n in json.loads((sweep_dir / "plan.json").read_text())["notes"])
     study = study_of(sweep_dir)
     trials = finished(study)
     assert len(trials) == 4 and all(t.state is optuna.trial.TrialState.COMPLETE for t in trials)

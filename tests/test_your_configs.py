@@ -32,6 +32,7 @@ def user_dir(tmp_path: Path) -> Path:
         "experiment/fast.yaml": "# @package _global_\ntrainer:\n  lr: 0.002\n",
         "experiment/lrs.yaml": "# @package _global_\nhydra:\n  sweeper:\n    params:\n      trainer.lr: 1e-3,3e-3\n",
         "hydra/launcher/mine.yaml": "defaults:\n  - local\n",
+        "sweep/mine.yaml": "method: grid\nparameters:\n  trainer.lr: {values: [0.001, 0.004]}\n",
         "mine.yaml": "defaults:\n  - config\n  - _self_\nrollout:\n  n: 2\nhydra:\n  sweeper:\n"
         "    params:\n      trainer.lr: 1e-3,2e-3,3e-3\n",
     }
@@ -135,3 +136,24 @@ def test_hydra_sweeper_params_in_an_overlay_or_the_users_primary_config_sweep(tm
     assert len(plan_of(primary)["jobs"]) == 3
     shown = yaml.safe_load(ok(train(tmp_path, *mine, "--cfg", "job")))
     assert shown["rollout"]["n"] == 2
+
+
+def test_rllm_sweeps_validate_shows_what_cfg_job_shows_with_the_users_configs(tmp_path, user_dir):
+    args = ["--config-dir", str(user_dir), "task=mytask", "+experiment=fast"]
+    shown = ok(train(tmp_path, *args, "--cfg", "job"))
+    validated = subprocess.run(
+        [sys.executable, "-m", "rllm_sweeps.cli", "validate", "--cfg", *args],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ok(validated) == shown
+    assert yaml.safe_load(shown)["trainer"]["lr"] == 0.002
+
+
+def test_a_sweep_file_in_the_users_directory_is_found_by_name(tmp_path, user_dir):
+    sweep_dir = tmp_path / "sweep"
+    ok(train(tmp_path, "-m", "--config-dir", str(user_dir), "+sweep=mine", DRY, f"hydra.sweep.dir={sweep_dir}"))
+    assert [job["overrides"][-1] for job in plan_of(sweep_dir)["jobs"]] == ["trainer.lr=0.001", "trainer.lr=0.004"]

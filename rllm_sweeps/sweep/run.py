@@ -91,6 +91,8 @@ def run_sweep(
                 preview=lambda p: print(p.render(rows=settings.rows, parallel=given_parallel)),
             )
         else:
+            for note in notes:  # a dry run's table shows them
+                print(f"note: {note}")
             plan = plan_request(request, pending=issues, max_jobs=settings.max_jobs, progress=print_planning)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
