@@ -104,6 +104,7 @@ def test_the_same_search_in_a_users_config_runs_by_config_dir(tmp_path):
     [
         (["hydra.sweeper.custom_search_space=my.module.space"], "error: hydra.sweeper.custom_search_space: not suppor"),
         (["hydra/sweeper/sampler=motpe"], "error: hydra.sweeper.sampler._target_=optuna.samplers.MOTPESampler: Optu"),
+        (["+hydra.sweeper.search_space={x: {type: float}}"], "error: hydra.sweeper.search_space: not supported by"),
     ],
 )
 def test_a_field_that_cannot_be_honoured_is_refused_by_name_with_nothing_written(tmp_path, args, message):

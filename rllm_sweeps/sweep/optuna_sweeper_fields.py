@@ -94,11 +94,12 @@ FIELDS: tuple[OptunaField, ...] = (
     OptunaField("n_jobs", Optional[int], 2, Becomes.SETTING, "parallel", unset=None),  # noqa: UP045
     OptunaField(
         "search_space",
-        Optional[Dict[str, Any]],  # noqa: UP006, UP045
+        Dict[str, Any],  # noqa: UP006
         None,
         Becomes.REFUSED,
         why="the plugin's deprecated form (1.1): write the parameters in `params` "
         "(`interval(a, b)`, `tag(log, interval(a, b))`, `choice(...)`, `range(a, b, step=s)`)",
+        unset={},  # a dict merges into it (OmegaConf cannot merge one into a None dict)
     ),
     OptunaField(
         "params",
