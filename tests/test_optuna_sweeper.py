@@ -114,3 +114,34 @@ def test_a_field_that_cannot_be_honoured_is_refused_by_name_with_nothing_written
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith(message) and line.endswith("nothing was planned or run")
     assert not sweep_dir.exists()
+
+
+def test_a_users_primary_config_chooses_optuna_and_brings_its_own_search_path(tmp_path):
+    """hydra-optuna-sweeper's docs' form: `override hydra/sweeper: optuna` in the primary config, the
+    sampler's arguments over its default (tpe), a task found through the primary's hydra.searchpath."""
+    mine, more = tmp_path / "my_conf", tmp_path / "more_conf"
+    (more / "task").mkdir(parents=True)
+    (more / "task" / "other.yaml").write_text("# @package task\ndefaults:\n  - toy_letters\n  - _self_\nname: other\n")
+    mine.mkdir()
+    (mine / "search.yaml").write_text(
+        "defaults:\n  - config\n  - override hydra/sweeper: optuna\n  - _self_\nhydra:\n"
+        f"  searchpath:\n    - file://{more}\n  sweeper:\n    sampler:\n      seed: 7\n      n_startup_trials: 3\n"
+        "    direction: maximize\n    n_trials: 3\n    params:\n      trainer.lr: interval(1e-4, 1e-2)\n"
+    )
+    sweep_dir = tmp_path / "sweep"
+    args = ["--config-dir", str(mine), "--config-name", "search", "task=other", "hydra.sweeper.dry_run=true"]
+    proc = train(tmp_path, *args, f"hydra.sweep.dir={sweep_dir}", timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    plan = json.loads((sweep_dir / "plan.json").read_text())
+    assert plan["base_overrides"] == ["task=other"]
+    assert (plan["spec"]["method"], plan["spec"]["budget"], plan["spec"]["seed"]) == ("optuna", 3, 7)
+    assert plan["spec"]["optuna"]["sampler_options"] == {"n_startup_trials": 3}
+    assert plan["spec"]["parameters"]["trainer.lr"] == {"distribution": "uniform", "min": 1e-4, "max": 1e-2}
+
+
+def test_the_plugins_sampler_group_picks_the_sampler(tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    args = ["hydra/sweeper=optuna", "hydra/sweeper/sampler=random", "hydra.sweeper.n_trials=2", "trainer.lr=1e-3,3e-3"]
+    proc = train(tmp_path, *args, "hydra.sweeper.dry_run=true", f"hydra.sweep.dir={sweep_dir}", timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert json.loads((sweep_dir / "plan.json").read_text())["spec"]["optuna"]["sampler"] == "random"
