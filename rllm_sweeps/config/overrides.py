@@ -130,9 +130,8 @@ def unknown_choice_issues(groups: list[Override]) -> list[ConfigIssue]:
             issues.append(
                 ConfigIssue(
                     o.input_line,
-                    f"{o.input_line}: there is no {group} '{name}' (looked in {group}/ of {looked_in()}): the choices "
-                    "are "
-                    f"{', '.join(choices)}{did_you_mean(name, choices)}",
+                    f"{o.input_line}: there is no {group} '{name}' (looked in {group}/ of {looked_in()}): "
+                    f"the choices are {', '.join(choices)}{did_you_mean(name, choices)}",
                 )
             )
     return issues
