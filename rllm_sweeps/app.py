@@ -42,6 +42,7 @@ def command_line(argv: list[str], notify: Callable[[str], None]) -> list[str]:
 
     out = []
     for arg in canonical_overrides(argv, notify=notify):
+        arg = params_as_text(arg)
         value = set_value(arg, "sweep")
         if value is not None and is_sweep_file_path(value):
             if not Path(value).is_file():
@@ -49,6 +50,21 @@ def command_line(argv: list[str], notify: Callable[[str], None]) -> list[str]:
             arg = f"{SWEEP_FILE_SETTING}={Path(value).resolve()}"
         out.append(arg)
     return out
+
+
+PARAMS_PREFIX = "hydra.sweeper.params."
+
+
+def params_as_text(arg: str) -> str:
+    """`hydra.sweeper.params.KEY=EXPR` as the sweeper reads it: `+hydra.sweeper.params={KEY: EXPR}`, EXPR as
+    text. Hydra refuses a sweep (`interval(...)`, `a,b`) in its own config's overrides, and reads a dotted KEY
+    as nested keys; hydra-optuna-sweeper's users write both (its docs). A dict merges into the params."""
+    from rllm_sweeps.config.override_values import format_value
+
+    prefix, key, value = split_override(arg)
+    if not key.startswith(PARAMS_PREFIX) or value is None or prefix == "~":
+        return arg
+    return f"+{PARAMS_PREFIX[:-1]}={{{key[len(PARAMS_PREFIX) :]}: {format_value(value)}}}"
 
 
 def run_train_py(hydra_app: Callable[[], object]) -> None:
@@ -74,9 +90,13 @@ def preflight(argv: list[str]) -> None:
     from rllm_sweeps.config.load import check_override_keys, load_config
     from rllm_sweeps.config.planned import job_overrides, validated_by_sweeper
     from rllm_sweeps.config.private_api import command_line_parser
+    from rllm_sweeps.config.source import ConfigSource, use_source
     from rllm_sweeps.records.launch import current_launch
 
     args = command_line_parser().parse_args(argv)
+    if args.config_dir is not None and not Path(args.config_dir).is_dir():
+        fail(f"--config-dir {args.config_dir}: no such directory")
+    use_source(ConfigSource.from_command_line(args))  # every composition below: the user's search path
     if args.help:
         print(usage())
         raise SystemExit(0)
@@ -113,22 +133,20 @@ def preflight(argv: list[str]) -> None:
 
 
 def check_launcher(args: Any) -> None:
-    """`hydra/launcher=NAME` that Hydra cannot find (a typo, a plugin not installed): one line naming
-    the launchers this sweeper drives, instead of Hydra's composition error. One it finds is
-    judged by the sweeper, by what it is (launchers/choice.py)."""
-    from launchers.choice import not_driven
-    from rllm_sweeps.config.compose import CONF_DIR
-    from rllm_sweeps.config.private_api import group_options
-
-    chosen = [p.value for o in args.overrides if (p := split_override(o)).key == "hydra/launcher" and p.value]
-    if not chosen or args.config_path is not None:  # another primary config: Hydra says what it lacks
-        return
-    searchpath = [o for o in args.overrides if split_override(o).key == "hydra.searchpath"]
+    """`hydra/launcher=NAME` that Hydra cannot find on the search path (a typo, a plugin not
+    installed): one line naming the launchers this sweeper drives, instead of Hydra's composition
+    error. One it finds is judged by the sweeper, by what it is (launchers/choice.py)."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from launchers.choice import not_driven
+    from rllm_sweeps.config.overrides import group_choices
+
+    chosen = [p.value for o in args.overrides if (p := split_override(o)).key == "hydra/launcher" and p.value]
+    if not chosen:
+        return
     try:
-        options = group_options(CONF_DIR, "hydra/launcher", args.config_name or "config", searchpath, args.config_dir)
+        options = group_choices("hydra/launcher")
     except (HydraException, OmegaConfBaseException):  # a broken search path or config: Hydra's own message says it
         return
     if chosen[-1] not in options:
@@ -242,6 +260,8 @@ def usage() -> str:
         f"  {'hydra.sweeper.parallel=N':<36} jobs in flight (overrides sweep.parallel)",
         f"  {'hydra/launcher=slurm':<36} run the jobs on SLURM (docs/SLURM.md)",
         f"  {'hydra/launcher=submitit_slurm':<36} the same with hydra-submitit-launcher's field names",
+        f"  {'hydra/sweeper=optuna':<36} hydra-optuna-sweeper's fields on this Optuna search (docs/OPTUNA.md)",
+        f"  {'--config-dir DIR':<36} your own configs (task/, experiment/, hydra/launcher/): docs/CONFIG.md",
         "Hydra's own help: --hydra-help",
     ]
     return "\n".join(lines)

@@ -47,12 +47,26 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Compose and validate a config without running it."""
-    from rllm_sweeps.config.load import load_config
+    """Compose and validate a config without running it (--cfg: print it, as `train.py --cfg job`)."""
+    from omegaconf import OmegaConf
 
-    load_config(args.overrides, where="command line")
-    print("valid")
+    from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.config.source import ConfigSource, use_source
+
+    use_source(ConfigSource.from_command_line(args))  # the user's search path, as train.py's
+    cfg = load_config(args.overrides, where="command line")
+    if args.cfg:
+        print(OmegaConf.to_yaml(cfg, resolve=True), end="")
+    else:
+        print("valid")
     return 0
+
+
+def add_config_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """train.py's (Hydra's) flags that bring the user's configs (docs/CONFIG.md, "Your own configs")."""
+    parser.add_argument("--config-dir", "-cd", help="a directory of your configs, added to the search path")
+    parser.add_argument("--config-path", "-cp", help="the primary config's directory (relative to train.py's)")
+    parser.add_argument("--config-name", "-cn", help="the primary config (default: config)")
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -74,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     keys.set_defaults(func=cmd_keys)
     validate = sub.add_parser("validate", help=cmd_validate.__doc__)
     validate.add_argument("overrides", nargs="*", help="KEY=VALUE overrides, as for train.py")
+    validate.add_argument("--cfg", action="store_true", help="print the config the job runs with")
+    add_config_source_arguments(validate)
     validate.set_defaults(func=cmd_validate)
     from rllm_sweeps.report import add_report_parser
 

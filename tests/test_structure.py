@@ -460,8 +460,8 @@ def test_each_fact_is_defined_once():
         "plan.json's job fields": {"rllm_sweeps.records.plan"},
         "resource defaults": set(),
     }
-    # Hydra's ConfigStore registers the same dataclass the run receives.
+    # Hydra's ConfigStore registers the dataclass the run receives (with hydra-optuna-sweeper's fields).
     plugin = (REPO / "hydra_plugins/rllm_sweeps_sweeper/sweeper.py").read_text()
-    assert 'group="hydra/sweeper", name="rllm", node=SweeperSettings' in plugin
+    assert 'group="hydra/sweeper", name="rllm", node=schema(SweeperSettings, RLLM_TARGET)' in plugin
     run = (REPO / "rllm_sweeps/sweep/run.py").read_text()
     assert "settings: SweeperSettings" in run

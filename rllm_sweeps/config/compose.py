@@ -1,31 +1,38 @@
-"""Compose the config tree (conf/) outside of a Hydra app: tests, the CLI, the sweeper."""
+"""Compose the config tree outside of a Hydra app (tests, the CLI, the sweeper), with Hydra's own
+loader over the user's search path (config/source.py): what the app's Hydra composes, nothing else."""
 
 from __future__ import annotations
 
-from hydra import compose, initialize_config_dir
+from hydra import compose
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig
 
 from rllm_sweeps.config import native
-from rllm_sweeps.config.paths import REPO_ROOT, checkout_file
+from rllm_sweeps.config.paths import checkout_file
+from rllm_sweeps.config.private_api import start_hydra
+from rllm_sweeps.config.source import CONF_DIR, CONFIG_NAME, ConfigSource, current_source
 
-CONF_DIR = REPO_ROOT / "conf"
-CONFIG_NAME = "config"
 
-
-def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
-    """The composed (not yet reconciled or validated) config for these overrides.
+def compose_config(overrides: list[str] | tuple[str, ...] = (), source: ConfigSource | None = None) -> DictConfig:
+    """The composed (not yet reconciled or validated) config for these overrides, with `source`'s
+    search path (default: this process's, config/source.py).
 
     Works inside a running Hydra app too (the sweeper plans from within `train.py -m`):
     the app's Hydra instance is set aside for the composition and put back after.
     """
     native.register()
+    source = source or current_source()
+    checkout_file(CONF_DIR)
     global_hydra = GlobalHydra.instance()
     app_hydra = global_hydra.hydra if global_hydra.is_initialized() else None
     global_hydra.clear()
     try:
-        with initialize_config_dir(str(checkout_file(CONF_DIR)), version_base=None):
-            return compose(CONFIG_NAME, overrides=list(overrides))
+        start_hydra(source)
+        return compose(source.config_name, overrides=source.with_searchpath(overrides))
     finally:
+        GlobalHydra.instance().clear()
         if app_hydra is not None:
             GlobalHydra.instance().initialize(app_hydra)
+
+
+__all__ = ["CONFIG_NAME", "CONF_DIR", "compose_config"]

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.paths import is_sweep_file_path
-from rllm_sweeps.config.private_api import child_node
+from rllm_sweeps.config.private_api import child_node, config_repository
+from rllm_sweeps.config.source import ConfigSource, current_source
 from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
 from rllm_sweeps.problems import ConfigIssue, did_you_mean, did_you_mean_key
 
@@ -32,8 +35,32 @@ class ParsedOverrides:
         return {o.key_or_group for o in self.values}
 
 
-def config_groups() -> set[str]:
-    return {p.name for p in CONF_DIR.iterdir() if p.is_dir()} | {"skyrl_native"}
+@lru_cache(maxsize=16)
+def _repository(source: ConfigSource) -> Any:
+    from rllm_sweeps.config import native
+
+    native.register()  # skyrl_native/planted, in Hydra's ConfigStore
+    return config_repository(source, [])
+
+
+def config_groups(source: ConfigSource | None = None) -> set[str]:
+    """The config groups Hydra finds on the search path (conf/'s, the user's, the ConfigStore's), less hydra."""
+    from hydra.core.object_type import ObjectType
+
+    return set(_repository(source or current_source()).get_group_options("", ObjectType.GROUP)) - {"hydra"}
+
+
+def looked_in(source: ConfigSource | None = None) -> str:
+    """The directories of the search path, as a refusal names them: 'conf/, /data/my_conf'."""
+    from rllm_sweeps.config.source import CONF_DIR
+
+    dirs = []
+    for s in _repository(source or current_source()).get_sources():
+        if s.scheme() == "file":
+            dirs.append("conf/" if Path(s.path) == CONF_DIR else s.path)
+        elif s.scheme() == "pkg" and s.provider != "hydra":
+            dirs.append(f"pkg://{s.path}")
+    return ", ".join(dirs)
 
 
 def parse_overrides(overrides: Iterable[str]) -> ParsedOverrides:
@@ -66,18 +93,29 @@ def all_keys(cfg: DictConfig) -> list[str]:
     return [k for k in keys if k != "hydra" and not k.startswith("hydra.")]
 
 
-def group_choices(group: str) -> list[str]:
-    """The options of a config group of conf/ (conf/GROUP/NAME.yaml), sorted."""
-    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+def config_file(group: str, name: str, source: ConfigSource | None = None) -> Path | None:
+    """The file of `group/name` that Hydra would load (the first search-path directory that has it), or None."""
+    for s in _repository(source or current_source()).get_sources():
+        if s.scheme() == "file" and (path := Path(s.path) / group / f"{name}.yaml").is_file():
+            return path
+    return None
+
+
+def group_choices(group: str, source: ConfigSource | None = None) -> list[str]:
+    """The options of a config group on the search path (conf/GROUP/NAME.yaml, the user's), sorted."""
+    from hydra.core.object_type import ObjectType
+
+    return sorted(_repository(source or current_source()).get_group_options(group, ObjectType.CONFIG))
 
 
 def unknown_choice_issues(groups: list[Override]) -> list[ConfigIssue]:
-    """Group choices conf/ does not have (`task=nonexistent`, `workflow=multiturn`): Hydra would stop
-    with a 40-line traceback; this says which choices there are, with a did-you-mean."""
+    """Group choices the search path does not have (`task=nonexistent`, `workflow=multiturn`): Hydra would
+    stop with a 40-line traceback; this says which choices there are, where it looked, with a did-you-mean."""
     issues = []
+    known = config_groups()
     for o in groups:
         group = o.key_or_group
-        if "/" in group or not (CONF_DIR / group).is_dir() or o.type == OverrideType.DEL:
+        if "/" in group or group not in known or o.type == OverrideType.DEL:
             continue
         if o.is_sweep_override():
             if not isinstance(o.value(), ChoiceSweep):
@@ -92,8 +130,8 @@ def unknown_choice_issues(groups: list[Override]) -> list[ConfigIssue]:
             issues.append(
                 ConfigIssue(
                     o.input_line,
-                    f"{o.input_line}: there is no {group} '{name}' (conf/{group}/): the choices are "
-                    f"{', '.join(choices)}{did_you_mean(name, choices)}",
+                    f"{o.input_line}: there is no {group} '{name}' (looked in {group}/ of {looked_in()}): "
+                    f"the choices are {', '.join(choices)}{did_you_mean(name, choices)}",
                 )
             )
     return issues

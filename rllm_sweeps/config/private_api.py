@@ -11,14 +11,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import Container, DictConfig, Node
 
 if TYPE_CHECKING:  # hydra._internal is imported where used: importing this module stays cheap
     from hydra.core.config_loader import ConfigLoader
+    from hydra.core.config_search_path import ConfigSearchPath
     from hydra.core.override_parser.types import Override
+
+    from rllm_sweeps.config.source import ConfigSource
 
 
 def apply_overrides(overrides: Sequence[Override], cfg: DictConfig) -> None:
@@ -32,39 +34,55 @@ def apply_overrides(overrides: Sequence[Override], cfg: DictConfig) -> None:
     ConfigLoaderImpl._apply_overrides_to_config(list(overrides), cfg)
 
 
-def config_loader(conf_dir: Path) -> ConfigLoader:
-    """Hydra's config loader over `conf_dir`: what glob() needs to list a config group's options.
+def config_loader(source: ConfigSource) -> ConfigLoader:
+    """Hydra's config loader over `source`'s search path: what glob() needs to list a config group's options.
 
     Public Hydra makes one only inside a Hydra app (hydra.main, initialize*), as global state
     (GlobalHydra), which parsing a sweep outside the app must neither need nor change.
     """
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra._internal.utils import create_config_search_path
 
-    return ConfigLoaderImpl(config_search_path=create_config_search_path(str(conf_dir)))
+    return ConfigLoaderImpl(config_search_path=search_path(source))
 
 
-def group_options(
-    conf_dir: Path, group: str, config_name: str, overrides: Sequence[str], config_dir: str | None
-) -> list[str]:
-    """The options of a config group as the app's Hydra would find them: `conf_dir`, `--config-dir`
-    (`config_dir`), the primary config's and the overrides' `hydra.searchpath`, the plugins'
-    ConfigStore entries (`hydra/launcher`'s included).
+def search_path(source: ConfigSource) -> ConfigSearchPath:
+    """Hydra's search path for `source`: Hydra's own entries, the primary config's directory, the
+    plugins', and `--config-dir` where Hydra's run_hydra puts it (before the structured schema).
 
-    Public Hydra lists a group's options only inside a Hydra app (GlobalHydra's config loader); the
-    pre-flight check runs before it, and adds `--config-dir` to the search path as Hydra's own
-    run_hydra does.
+    Public Hydra builds this only inside hydra.main; the pre-flight check and the sweeper's
+    compositions need the same path outside it.
     """
-    import os
-
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.utils import create_config_search_path
+    from hydra.core.config_search_path import SearchPathQuery
 
-    search_path = create_config_search_path(str(conf_dir))
-    if config_dir is not None:
-        search_path.append(provider="command-line", path=f"file://{os.path.abspath(config_dir)}")
-    loader = ConfigLoaderImpl(config_search_path=search_path)
-    return loader.get_group_options(group, config_name=config_name, overrides=list(overrides))
+    path = create_config_search_path(str(source.primary_dir))
+    if source.config_dir is not None:
+        path.prepend(
+            provider="command-line", path=f"file://{source.config_dir}", anchor=SearchPathQuery(provider="schema")
+        )
+    return path
+
+
+def start_hydra(source: ConfigSource) -> None:
+    """GlobalHydra initialized over `source`'s search path (public hydra.compose() then composes with
+    it). Public Hydra initializes over one directory only (initialize_config_dir)."""
+    from hydra._internal.hydra import Hydra
+
+    Hydra.create_main_hydra2(task_name="rllm_sweeps", config_search_path=search_path(source))
+
+
+def config_repository(source: ConfigSource, overrides: Sequence[str]) -> Any:
+    """Hydra's repository of configs for `source` with `overrides`' hydra.searchpath (or the primary
+    config's) applied by Hydra's own rule: what its groups and options are, and which directories it
+    reads (`get_group_options`, `group_exists`, `get_sources`).
+
+    Public Hydra lists a group's options only inside a Hydra app (GlobalHydra's config loader).
+    """
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    loader = ConfigLoaderImpl(config_search_path=search_path(source))
+    _, repo = loader._parse_overrides_and_create_caching_repo(source.config_name, source.with_searchpath(overrides))
+    return repo
 
 
 def command_line_parser() -> argparse.ArgumentParser:

@@ -323,7 +323,8 @@ class OptunaSource(JobSource):
             node_hours=0.0,
             gpu_hours=0.0,
         )
-        notes = [f"Optuna study {self.study_name!r} in {self.storage_url}: the jobs of the trials asked so far"]
+        notes = [*self.spec.notes]  # the spec's own (how the search was read), then the study's
+        notes.append(f"Optuna study {self.study_name!r} in {self.storage_url}: the jobs of the trials asked so far")
         Plan(self.spec, self.base_overrides, list(jobs), totals, True, notes).write(self.sweep_dir)
 
     def study_info(self) -> dict[str, Any]:

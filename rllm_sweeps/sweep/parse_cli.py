@@ -24,6 +24,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from rllm_sweeps.config.compose import CONF_DIR
+from rllm_sweeps.config.overrides import config_file, group_choices
 from rllm_sweeps.config.paths import is_sweep_file_path
 from rllm_sweeps.config.spelling import canonical_key, canonical_overrides, canonical_sweep_node
 from rllm_sweeps.override_text import override_key
@@ -38,8 +39,11 @@ SWEEP_GROUP = "sweep"
 
 
 def sweep_file_path(name: str) -> Path:
-    """conf/sweep/NAME.yaml, or NAME itself when it is a path to a YAML file."""
-    return Path(name) if is_sweep_file_path(name) else SWEEP_DIR / f"{name}.yaml"
+    """The search path's sweep/NAME.yaml (conf/sweep/ first, then the user's directories), or NAME
+    itself when it is a path to a YAML file."""
+    if is_sweep_file_path(name):
+        return Path(name)
+    return config_file(SWEEP_GROUP, name) or SWEEP_DIR / f"{name}.yaml"
 
 
 def anchor_cycle(path: Path) -> str | None:
@@ -175,7 +179,7 @@ def _parse_command_line(
     if file_path is not None:
         source = display(file_path)
         if not file_path.is_file():
-            options = sorted(p.stem for p in SWEEP_DIR.glob("*.yaml"))
+            options = group_choices(SWEEP_GROUP)
             hint = did_you_mean(file_path.stem, options) or f" (sweep files: {', '.join(options) or 'none'})"
             problem(f"+sweep={file_path.stem}", f"no sweep file {display(file_path)}{hint}")
         else:

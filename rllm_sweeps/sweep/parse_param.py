@@ -22,10 +22,10 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Glob, IntervalSweep, Override, OverrideType, RangeSweep
 from hydra.errors import HydraException
 
-from rllm_sweeps.config.compose import CONF_DIR
 from rllm_sweeps.config.override_values import format_value, parse_value
 from rllm_sweeps.config.overrides import config_groups
 from rllm_sweeps.config.private_api import config_loader
+from rllm_sweeps.config.source import current_source
 from rllm_sweeps.override_text import split_prefix
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.sweep.param import Choice, Param
@@ -65,7 +65,7 @@ def is_number(value: Any) -> bool:
 
 def default_config_loader() -> Any:
     """Hydra's config loader over conf/ (what the Hydra app has; for glob() outside it)."""
-    return config_loader(CONF_DIR)
+    return config_loader(current_source())
 
 
 class ParamParser:

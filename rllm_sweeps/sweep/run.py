@@ -11,6 +11,7 @@ hash unless hydra.sweep.dir is given) and runs only what is not completed yet.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
@@ -22,6 +23,7 @@ from omegaconf import DictConfig
 
 from launchers.choice import LauncherRefused
 from rllm_sweeps.config.planned import job_overrides
+from rllm_sweeps.config.source import ConfigSource, current_source, use_source
 from rllm_sweeps.override_text import set_value
 from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.atomic import write_json_atomic
@@ -46,15 +48,23 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def run_sweep(
-    arguments: list[str], hydra_cfg: DictConfig, settings: SweeperSettings, config_loader: Any = None
+    arguments: list[str],
+    hydra_cfg: DictConfig,
+    settings: SweeperSettings,
+    config_loader: Any = None,
+    notes: tuple[str, ...] = (),
 ) -> None:
-    """The sweeper's body (Hydra multirun): plan, then launch; exits non-zero on failures."""
+    """The sweeper's body (Hydra multirun): plan, then launch; exits non-zero on failures. `notes`:
+    what the plan says besides its own (how another sweeper's vocabulary was read)."""
     if settings.parallel is not None and settings.parallel < 1:  # 0 is an error, not unset; dry runs check it too
         print(
             f"error: hydra.sweeper.parallel={settings.parallel} is invalid: expected an integer >= 1", file=sys.stderr
         )
         raise SystemExit(2)
     params = dict(settings.params or {})  # Hydra's sweeper.params: key -> expression
+    # Every composition of the sweep and its jobs' command lines: the app's own search path.
+    configs = ConfigSource.from_hydra(hydra_cfg)
+    use_source(configs)
     try:
         # Which launcher, before anything is planned: one this sweeper does not drive is refused.
         choice = launcher_choice(hydra_cfg)
@@ -63,6 +73,10 @@ def run_sweep(
             arguments, sweep_file=settings.sweep_file, params=params, config_loader=config_loader
         )
         request = with_launcher_resources(request, choice)
+        if notes:
+            request = dataclasses.replace(
+                request, spec=dataclasses.replace(request.spec, notes=(*request.spec.notes, *notes))
+            )
     except LauncherRefused as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -77,6 +91,8 @@ def run_sweep(
                 preview=lambda p: print(p.render(rows=settings.rows, parallel=given_parallel)),
             )
         else:
+            for note in notes:  # a dry run's table shows them
+                print(f"note: {note}")
             plan = plan_request(request, pending=issues, max_jobs=settings.max_jobs, progress=print_planning)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -131,6 +147,7 @@ def run_sweep(
         metric=plan.spec.metric[0],
         metrics=list(plan.spec.metric),
         max_retries=settings.max_retries,
+        config_args=configs.train_py_args(),
     )
     results: dict[int, Any] | None = None
     confirmed: dict[int, Any] | None = {}
@@ -147,6 +164,7 @@ def run_sweep(
                 launcher,
                 parallel,
                 max_retries=settings.max_retries,
+                config_args=configs.train_py_args(),
             )
             confirmed = confirmed or {}
     except KeyboardInterrupt:
@@ -193,6 +211,8 @@ def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
 def sweep_id(plan: Plan) -> str:
     """What identifies a sweep: its spec and the overrides every job gets."""
     data = {"spec": plan.spec.to_dict(), "base": job_overrides(plan.base_overrides)}
+    if not (source := current_source()).is_default():  # another search path: another sweep
+        data["configs"] = source.train_py_args()
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 

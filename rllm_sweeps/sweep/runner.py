@@ -174,8 +174,10 @@ class SweepRunner:
         metrics: list[Metric] | None = None,
         max_retries: int = SweeperSettings.max_retries,
         progress_every_s: float = 10.0,
+        config_args: list[str] | None = None,
     ) -> None:
         self.source = source
+        self.config_args = list(config_args or [])  # train.py's search path (config/source.py)
         self.sweep_dir = sweep_dir
         self.launcher = launcher
         self.parallel = parallel
@@ -262,7 +264,13 @@ class SweepRunner:
         if job.resources is None:  # only a plan.json read back without them has none, never a planned job
             raise ValueError(f"job {job.index} of {self.sweep_dir} has no resources to launch it with")
         overrides = job_overrides(job.overrides)
-        argv = [sys.executable, str(checkout_file(TRAIN)), *overrides, f"hydra.run.dir={run.job_dir}"]
+        argv = [
+            sys.executable,
+            str(checkout_file(TRAIN)),
+            *self.config_args,
+            *overrides,
+            f"hydra.run.dir={run.job_dir}",
+        ]
         path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
         generation = attempts.raise_generation(run.job_dir)
         # overrides_digest: the planner validated the job's config, its pre-flight check need not.

@@ -1,0 +1,105 @@
+"""Where Hydra finds the configs: the user's search path, one record for every stage.
+
+    source = ConfigSource.from_command_line(args)   # train.py's --config-path/--config-name/--config-dir,
+                                                    # its hydra.searchpath=[...] (the pre-flight check, validate)
+    source = ConfigSource.from_hydra(hydra_cfg)     # the same, as the running app's Hydra recorded it (the sweeper)
+    use_source(source)                              # what this process composes with (config/compose.py)
+    source.train_py_args()                          # what a sweep's job gets on its command line
+
+Hydra's own loader composes with it (`config/compose.py`): the checkout's conf/ or the primary
+config's directory (`--config-path`), the primary config (`--config-name`), `--config-dir`, and
+`hydra.searchpath` (the command line's, else the primary config's: Hydra's rule). Every stage (the
+pre-flight check, `--cfg job`, `rllm-sweeps validate`, the planner, the job) composes through it, so
+a group that Hydra finds there works as if it were in conf/.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rllm_sweeps.config.paths import REPO_ROOT
+from rllm_sweeps.override_text import override_key
+
+CONF_DIR = REPO_ROOT / "conf"
+CONFIG_NAME = "config"
+SEARCHPATH_KEY = "hydra.searchpath"
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """The search path a composition uses (the defaults: train.py's own, conf/config.yaml)."""
+
+    primary_dir: Path = CONF_DIR  # where the primary config is (--config-path, resolved)
+    config_name: str = CONFIG_NAME  # --config-name
+    config_dir: Path | None = None  # --config-dir (absolute): added to the search path
+    searchpath: str | None = None  # the command line's `hydra.searchpath=[...]` override, as typed
+
+    @classmethod
+    def from_command_line(cls, args: Any, app_dir: Path = REPO_ROOT) -> ConfigSource:
+        """From Hydra's parsed command line (config/private_api.command_line_parser); a relative
+        --config-path is relative to the app's file (train.py), as Hydra takes it."""
+        primary = CONF_DIR if args.config_path is None else (app_dir / args.config_path).resolve()
+        config_dir = None if args.config_dir is None else Path(os.path.abspath(args.config_dir))
+        return cls(primary, args.config_name or CONFIG_NAME, config_dir, searchpath_override(args.overrides))
+
+    @classmethod
+    def from_hydra(cls, hydra_cfg: Any) -> ConfigSource:
+        """From a running app's config (`hydra.runtime.config_sources`, `hydra.job.config_name`, the
+        hydra overrides), as Hydra itself composed it."""
+        primary, config_dir = CONF_DIR, None
+        for entry in hydra_cfg.hydra.runtime.config_sources:
+            if entry.schema != "file":
+                continue
+            if entry.provider == "main":
+                primary = Path(str(entry.path))
+            elif entry.provider == "command-line":
+                config_dir = Path(str(entry.path))
+        name = hydra_cfg.hydra.job.config_name or CONFIG_NAME
+        return cls(primary, str(name), config_dir, searchpath_override(hydra_cfg.hydra.overrides.hydra))
+
+    def with_searchpath(self, overrides: Iterable[str]) -> list[str]:
+        """`overrides` with the command line's hydra.searchpath, unless they set their own."""
+        lines = list(overrides)
+        if self.searchpath is not None and searchpath_override(lines) is None:
+            lines.append(self.searchpath)
+        return lines
+
+    def train_py_args(self) -> list[str]:
+        """train.py's arguments that compose with this source (a sweep's jobs get them)."""
+        args = []
+        if self.primary_dir != CONF_DIR:
+            args += ["--config-path", str(self.primary_dir)]
+        if self.config_name != CONFIG_NAME:
+            args += ["--config-name", self.config_name]
+        if self.config_dir is not None:
+            args += ["--config-dir", str(self.config_dir)]
+        return args + ([self.searchpath] if self.searchpath is not None else [])
+
+    def is_default(self) -> bool:
+        return self == ConfigSource()
+
+
+def searchpath_override(overrides: Iterable[str]) -> str | None:
+    """The first `hydra.searchpath=...` override (the one Hydra reads), or None."""
+    return next((o for o in overrides if override_key(o) == SEARCHPATH_KEY), None)
+
+
+_current = ConfigSource()
+
+
+def use_source(source: ConfigSource) -> None:
+    """What this process composes with from now on: set once by the entry point (train.py's
+    pre-flight check, the sweeper, `rllm-sweeps validate`)."""
+    global _current
+    _current = source
+
+
+def current_source() -> ConfigSource:
+    return _current
+
+
+__all__ = ["CONFIG_NAME", "CONF_DIR", "ConfigSource", "current_source", "searchpath_override", "use_source"]
