@@ -1,6 +1,7 @@
 """Running a planned sweep: its directory, resume, the launch loop, progress, the final table.
 
-    arguments -> plan (every job validated; a dry run stops here) -> SWEEP_DIR/{manifest,plan}.json
+    arguments -> plan (every job validated; a dry run stops here, its plan beside SWEEP_DIR, not in it)
+    -> SWEEP_DIR holds no other sweep (sweep/ownership.py) -> SWEEP_DIR/{manifest,plan}.json
     -> for each job: skip if SWEEP_DIR has its completed result (same config hash), else launch
        with at most `parallel` in flight, the next one the moment one finishes (sweep/runner.py)
     -> the results table (report), exit code 0 only if every job completed
@@ -11,21 +12,17 @@ hash unless hydra.sweep.dir is given) and runs only what is not completed yet.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
 from launchers.choice import LauncherRefused
-from rllm_sweeps.config.planned import job_overrides
 from rllm_sweeps.override_text import set_value
 from rllm_sweeps.problems import ConfigError
-from rllm_sweeps.records.atomic import write_json_atomic
-from rllm_sweeps.records.layout import MANIFEST_FILE
+from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.manifest import record_invocation
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.sweep.launch_choice import (
     launch_lines,
@@ -35,6 +32,8 @@ from rllm_sweeps.sweep.launch_choice import (
     with_launcher_resources,
 )
 from rllm_sweeps.sweep.memory_check import memory_lines
+from rllm_sweeps.sweep.ownership import refusal as ownership_refusal
+from rllm_sweeps.sweep.ownership import sweep_family, sweep_id
 from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import plan_request
@@ -89,6 +88,13 @@ def run_sweep(
     if (problem := unwritable(sweep_dir)) is not None:
         print(f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR", file=sys.stderr)
         raise SystemExit(2)
+    this_id, family = (
+        sweep_id(plan.spec.to_dict(), plan.base_overrides),
+        sweep_family(plan.spec.to_dict(), plan.base_overrides),
+    )
+    if (owned := ownership_refusal(sweep_dir, this_id, family)) is not None:  # a dry run says so too
+        print(f"error: {owned}", file=sys.stderr)
+        raise SystemExit(2)
     launcher = make_launcher(choice)
     if settings.dry_run:
         print("\n".join(launch_lines(choice, launcher, plan, parallel)))
@@ -110,7 +116,9 @@ def run_sweep(
         for line in memory_lines(plan.jobs, launcher):
             print(line)
         print(f"validated the {plan.totals.validated} jobs shown: no problem found")
-        print(f"plan: {plan.write(sweep_dir)} (dry run: nothing launched)")
+        # Beside the sweep directory, never in it: a dry run of a finished sweep leaves its records as they are.
+        kept = plan.write(SweepPaths(sweep_dir).dry_run_plan)
+        print(f"plan: {kept} (dry run: nothing launched, nothing written in {sweep_dir})")
         return
     try:
         # Before anything in the directory is written: one sweeper per sweep (held until exit).
@@ -118,11 +126,15 @@ def run_sweep(
     except SweeperBusy as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    manifest = {"command": sys.argv, "sweep_id": sweep_id(plan), "created_at": time.time(), "launcher": launcher.name}
     source = make_source(plan, sweep_dir)
-    if (study := source.study_info()) is not None:
-        manifest["study"] = study
-    write_json_atomic(sweep_dir / MANIFEST_FILE, manifest)
+    record_invocation(
+        sweep_dir,
+        sweep_id=this_id,
+        family=family,
+        command=sys.argv,
+        launcher=launcher.name,
+        study=source.study_info(),
+    )
     runner = SweepRunner(
         source,
         sweep_dir,
@@ -190,19 +202,13 @@ def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
         raise SystemExit(2) from None
 
 
-def sweep_id(plan: Plan) -> str:
-    """What identifies a sweep: its spec and the overrides every job gets."""
-    data = {"spec": plan.spec.to_dict(), "base": job_overrides(plan.base_overrides)}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:8]
-
-
 def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> Path:
     hydra_overrides = list(hydra_cfg.hydra.overrides.hydra) + list(arguments)
     if any(set_value(a, "hydra.sweep.dir") is not None for a in hydra_overrides):
         return Path(str(hydra_cfg.hydra.sweep.dir)).resolve()
     name = plan.spec.name or "sweep"
     project = str(hydra_cfg.trainer.project_name)
-    return (Path("multirun") / project / f"{name}-{sweep_id(plan)}").resolve()
+    return (Path("multirun") / project / f"{name}-{sweep_id(plan.spec.to_dict(), plan.base_overrides)}").resolve()
 
 
 def print_final_table(sweep_dir: Path) -> None:
