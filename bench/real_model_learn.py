@@ -44,7 +44,8 @@ def run_seed(model: str, seed: int, steps: int, test_freq: int, out: Path, extra
     started = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - started
-    lines = [json.loads(line) for line in (job / "metrics.jsonl").read_text().splitlines()] if proc.returncode == 0 else []
+    records = (job / "metrics.jsonl").read_text().splitlines() if proc.returncode == 0 else []
+    lines = [json.loads(line) for line in records]
     train = [r for r in lines if r["kind"] == "train"]
     vals = [(r["step"], r["val_reward_mean"]) for r in lines if r["kind"] == "val"]
     finite = all(math.isfinite(r["loss"]) and math.isfinite(r["grad_norm"]) for r in train)
@@ -96,7 +97,9 @@ def main() -> int:
         after = statistics.mean(r["vals"][-1][1] for r in ok)
         print(
             f"mean over {len(ok)} seeds: val_reward {before:.3f} before -> {after:.3f} after {args.steps} steps "
-            f"(x{after / before:.1f})" if before > 0 else f"mean: val_reward {before:.3f} -> {after:.3f}"
+            f"(x{after / before:.1f})"
+            if before > 0
+            else f"mean: val_reward {before:.3f} -> {after:.3f}"
         )
     if args.json:
         args.json.write_text(json.dumps({"model": args.model, "device": device, "runs": results}, indent=2))
