@@ -112,6 +112,7 @@ def test_a_pbt_sweep_copies_checkpoints_its_schedules_replay_its_top_trials_are_
     confirmation = build_report(sweep).confirmation
     assert confirmation is not None and len(confirmation.stats.ranking) == 2 and confirmation.seeds == (43, 44)
     assert "confirmed: " in proc.stdout
+    assert (stage.report / "report.md").is_file() and (stage.report / "jobs.csv").is_file()  # confirm/report/
 
     # The best trial's schedule, replayed from scratch as one job, gives its lineage's rewards step
     # for step (and, should the best be a trial that never copied, one that did too).

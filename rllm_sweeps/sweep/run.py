@@ -219,3 +219,7 @@ def print_final_table(sweep_dir: Path) -> None:
     print(render_table(report))
     paths = write_report(sweep_dir, report=report)
     print(f"report: {paths[0].parent} ({len(paths)} files)")
+    stage = SweepPaths(sweep_dir).confirm
+    if stage.plan.is_file():  # the confirmation stage: a sweep directory of its own, with its own report
+        stage_paths = write_report(stage.root)
+        print(f"confirmation report: {stage_paths[0].parent} ({len(stage_paths)} files)")
