@@ -50,7 +50,16 @@ class SweepManifest:
             return None
         if not isinstance(data, dict) or data.get("sweep_id") is None:
             return None
-        history = [Invocation(**h) for h in data.get("history") or [] if isinstance(h, dict) and "command" in h]
+        history = [
+            Invocation(
+                [str(c) for c in h.get("command") or []],
+                float(h.get("at") or 0),
+                str(h.get("launcher") or ""),
+                str(h.get("sweep_id") or ""),
+            )
+            for h in data.get("history") or []
+            if isinstance(h, dict)
+        ]
         study = data.get("study")
         return cls(
             sweep_id=str(data["sweep_id"]),
