@@ -27,8 +27,8 @@ GRID = [*QUICK, "trainer.lr=1e-3,3e-3"]
 OPTUNA = ["+sweep=lr_optuna", "sweep.budget=2", "sweep.parallel=2", "trainer.total_batches=2", "trainer.test_freq=1"]
 OPTUNA += ["data.train_batch_size=8", "task.dataset.val_size=8"]
 # What a command on a sweep may change: the report it writes, the reruns, the live sweeper's lock,
-# the manifest's history, and the plan's own planning time.
-MAY_CHANGE = ("report", "reruns", "sweeper.lock", "manifest.json", "plan.json", "confirm/manifest.json")
+# the manifest's history.
+MAY_CHANGE = ("report", "reruns", "sweeper.lock", "manifest.json", "confirm/manifest.json")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

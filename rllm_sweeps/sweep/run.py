@@ -12,7 +12,10 @@ hash unless hydra.sweep.dir is given) and runs only what is not completed yet.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -188,10 +191,10 @@ def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
     if plan.spec.method == "pbt":
         from rllm_sweeps.sweep.pbt_source import PbtSource
 
-        plan.write(sweep_dir)
+        write_plan(plan, sweep_dir)
         return PbtSource(plan, sweep_dir)
     if plan.spec.method != "optuna":
-        plan.write(sweep_dir)
+        write_plan(plan, sweep_dir)
         return StaticSource(plan, sweep_dir)
     from rllm_sweeps.sweep.optuna_search import OptunaSource
 
@@ -200,6 +203,31 @@ def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def write_plan(plan: Plan, sweep_dir: Path) -> None:
+    """plan.json, unless the directory holds this plan already (a resume: only its planning time
+    would differ), so that a sweep's records change only where something changed."""
+    path = SweepPaths(sweep_dir).plan
+    if path.is_file():
+        handle, name = tempfile.mkstemp(suffix=".json")
+        os.close(handle)
+        try:
+            if _plan_content(path) == _plan_content(plan.write(name)):
+                return
+        finally:
+            os.unlink(name)
+    plan.write(sweep_dir)
+
+
+def _plan_content(path: Path) -> Any:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("totals"), dict):
+        data["totals"].pop("plan_seconds", None)
+    return data
 
 
 def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> Path:
