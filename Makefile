@@ -57,5 +57,10 @@ slurm-up: setup slurm-deps
 slurm-down: setup
 	$(PY) -m rllm_sweeps.local_slurm down $(SLURM_ARGS)
 
+# Results are deleted only after they are listed and the user says yes (no answer, no terminal: nothing deleted).
 clean:
-	rm -rf outputs multirun .pytest_cache
+	@set -- $$(ls -d outputs multirun .pytest_cache 2>/dev/null); \
+	if [ $$# -eq 0 ]; then echo "nothing to delete"; exit 0; fi; \
+	echo "make clean deletes every result in these directories:"; du -sh "$$@"; \
+	printf "delete them? [y/N] "; read answer || answer=; \
+	case "$$answer" in y|Y|yes) rm -rf "$$@"; echo "deleted: $$*";; *) echo "nothing deleted"; exit 1;; esac

@@ -16,8 +16,9 @@ train.py runs in its own process, as always, when no server runs, with
 RLLM_SWEEPS_WARM_SERVER=off, for a sweep (-m: its jobs are forked by its own fork server), in a
 SLURM job (it stays inside its allocation), and, saying why on stderr, when its environment
 differs from the server's in a variable a library may read at import, its interpreter options
-differ, or a module the server imported has changed on disk (the server then stops: start it
-again).
+differ, its credentials (user, groups, capabilities: launchers/peer_process.py) differ from the
+server's, or a module the server imported has changed on disk (the server then stops: start it
+again). A forked job takes its caller's umask, so its files get the modes a cold job's get.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from launchers.peer_process import ProcessStatus
 from launchers.warm_start import die_with_parent, import_neutral, is_forked_job, run_as_main
 
 WARM_SERVER_ENV = "RLLM_SWEEPS_WARM_SERVER"  # "off": train.py never hands itself over
@@ -249,9 +251,18 @@ class WarmServer:
 
     def refusal(self, conn: socket.socket, request: dict, fds: list[int]) -> str:
         """Why this server must not run the request ("" if it may)."""
-        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
         if uid != os.getuid():
             return f"user {uid} is not the server's"
+        caller, own = ProcessStatus.of(pid), ProcessStatus.of(os.getpid())
+        if caller is None or own is None:
+            return "the caller's credentials cannot be read (/proc)"
+        if differ := caller.differences(own):
+            return (
+                f"the caller's credentials differ from the server's in {', '.join(differ)}: a job forked from "
+                "the server would not run as the caller would"
+            )
+        request["umask"] = caller.umask  # the job's, as the caller's (become_job)
         if len(fds) != 3:
             return "stdin, stdout and stderr were not passed"
         changed = sorted(k for k in self.env.keys() | request["env"].keys() if self.env.get(k) != request["env"].get(k))
@@ -292,6 +303,8 @@ class WarmServer:
                 os.dup2(fd, target)
                 os.close(fd)
             os.chdir(request["cwd"])
+            if request["umask"] is not None:  # files get the modes the caller's own process would give them
+                os.umask(request["umask"])
             sys.stdin = open(0, closefd=False)  # noqa: SIM115
             env = {**request["env"], **self.import_env}
             run_as_main(request["argv"], env, request["unbuffered"], self.base_path)

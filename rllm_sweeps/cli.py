@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from rllm_sweeps.problems import ConfigError
 
@@ -71,8 +72,12 @@ def add_config_source_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Dry run of a sweep: every job validated, the job table, totals and cost; runs nothing."""
+    from rllm_sweeps.records.layout import sweep_holding
     from rllm_sweeps.sweep.planner import plan_sweep
 
+    if args.out and (sweep := sweep_holding(Path(args.out))) is not None:
+        print(f"error: {args.out} is inside the records of sweep {sweep.root}: give another --out", file=sys.stderr)
+        return 2
     plan = plan_sweep(args.overrides, limit=args.rows)
     print(plan.render(rows=args.rows))
     if args.out:

@@ -26,7 +26,15 @@ from omegaconf import DictConfig, OmegaConf
 from rllm_sweeps.config.paths import REPO_ROOT
 from rllm_sweeps.engines import engine_of
 from rllm_sweeps.failures import failure_kind
-from rllm_sweeps.job_dir import JobLost, JobRefused, hold_job_dir, note_holder, refusal_reason, write_hydra_record
+from rllm_sweeps.job_dir import (
+    JobLost,
+    JobRefused,
+    hold_job_dir,
+    move_aside,
+    note_holder,
+    refusal_reason,
+    write_hydra_record,
+)
 from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.records.attempts import AttemptFence, read_attempts
 from rllm_sweeps.records.launch import JobLaunch, current_launch, judged_metrics
@@ -113,7 +121,10 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         and cfg.trainer.resume_mode == "auto"
     ):
         lock.close()
-        print(f"job {chash} in {job_dir} already completed (trainer.resume_mode=disable to train again)")
+        print(
+            f"job {chash} in {job_dir} already completed (trainer.resume_mode=disable to train again: "
+            f"its records are moved aside, to {JobPaths(job_dir).replaced()})"
+        )
         _print_outcome(previous)
         return previous
     refusal = refusal_reason(cfg, job_dir, chash, previous)
@@ -121,6 +132,13 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         lock.close()
         raise JobRefused(refusal)
     # From here on the directory is this run's.
+    if cfg.trainer.resume_mode == "disable" and previous is not None and launch is None:
+        # Starting over by hand: the earlier run's records are moved aside, never deleted (a sweep's
+        # own job keeps its launch records: the runner never starts a completed one again).
+        aside = move_aside(job_dir)
+        what = "completed job" if previous.status is JobStatus.COMPLETED else "earlier run"
+        print(f"note: trainer.resume_mode=disable: the {what}'s records ({previous.config_hash}) moved to {aside}")
+        previous = None
     note_holder(lock)
     if hydra_cfg is not None:
         write_hydra_record(JobPaths(job_dir).hydra, cfg, hydra_cfg)
@@ -134,7 +152,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         engine=str(cfg.skyrl.engine),
         versions=package_versions(),
         git_revision=git_revision(),
-        attempts=max(1, len(read_attempts(job_dir))),  # the launcher recorded this attempt's start
+        attempts=process_starts(job_dir, previous, chash),
         gpus=os.environ.get("CUDA_VISIBLE_DEVICES"),  # the local launcher's placement, or SLURM's
     )
     if previous is not None and previous.config_hash == chash:
@@ -321,6 +339,14 @@ def _validation_record(metrics: dict[str, Any]) -> dict[str, float]:
     """What result.json keeps of one validation: its step and its val_* metrics (not timings)."""
     kept = {k: v for k, v in metrics.items() if k.startswith("val_") and "time" not in k}
     return {"step": metrics["step"], **kept}
+
+
+def process_starts(job_dir: Path, previous: JobResult | None, chash: str) -> int:
+    """This job's process starts, this one included: a launcher records each in attempts.jsonl; a job
+    run by hand again (an interrupted one resumed) counts on from its own earlier record."""
+    recorded = len(read_attempts(job_dir))  # the launcher recorded this attempt's start
+    earlier = previous.attempts if previous is not None and previous.config_hash == chash else 0
+    return max(1, recorded, earlier + 1)
 
 
 def find_resume_point(cfg: DictConfig, job_dir: Path) -> Path | None:

@@ -79,5 +79,19 @@ def refusal_reason(cfg: DictConfig, job_dir: Path, chash: str, previous: JobResu
         f"{job_dir} holds {what} of another configuration (config hash {previous.config_hash}, this run's "
         f"{chash}); nothing was changed there. Run it in another directory (drop hydra.run.dir=... to get one "
         f"named after your overrides, or set trainer.experiment_name=...), or add trainer.resume_mode=disable "
-        f"to start over in this one"
+        f"to start over in this one (its records are then moved aside, to {JobPaths(job_dir).replaced()})"
     )
+
+
+def move_aside(job_dir: Path) -> Path | None:
+    """trainer.resume_mode=disable in a directory holding records: they go to replaced/<k>/ (the lock
+    this run holds, and earlier runs moved aside, stay), never deleted. None: nothing to move."""
+    paths = JobPaths(job_dir)
+    records = [p for p in job_dir.iterdir() if p.name not in paths.kept_aside]
+    if not records:
+        return None
+    aside = paths.replaced()
+    aside.mkdir(parents=True)
+    for path in records:
+        path.rename(aside / path.name)
+    return aside

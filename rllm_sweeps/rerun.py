@@ -1,7 +1,9 @@
 """`rllm-sweeps rerun JOB_DIR`: train a job again from its records alone.
 
 The job's overrides (result.json) and its schedule (schedule.json: a PBT trial's settings per
-step range, records/schedule.py) go to a fresh job directory; the same seeds give the same
+step range, records/schedule.py) go to a fresh job directory: a sweep's job to SWEEP_DIR/reruns/
+<job name>/<k>/, never into jobs/ or any other of a sweep's records (nothing a rerun does changes a
+completed job's or trial's records; the report lists reruns apart); the same seeds give the same
 per-step metrics on the same code and packages, so a rerun warns where those differ from the
 recorded ones.
 """
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from rllm_sweeps.config.paths import REPO_ROOT
 from rllm_sweeps.override_text import override_key
-from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.layout import JobPaths, sweep_holding
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import read_schedule, write_schedule
 
@@ -32,6 +34,15 @@ def drift(recorded: JobResult, versions: dict[str, str], revision: str | None) -
     return lines
 
 
+def default_out(job_dir: Path) -> Path:
+    """Where a rerun goes: a sweep's job to the sweep's reruns/<job name>/<k>/ (never jobs/, which
+    the sweep, its report and its search read as their own), any other job beside its directory."""
+    paths = JobPaths(job_dir.resolve())
+    if paths.in_sweep:
+        return paths.sweep.next_rerun(job_dir.name).root
+    return job_dir.with_name(job_dir.name + "-rerun")
+
+
 def cmd_rerun(args: argparse.Namespace) -> int:
     """Train a job again from its records: its overrides and schedule, in a new directory."""
     from rllm_sweeps.job import git_revision, package_versions
@@ -41,7 +52,14 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     if recorded is None:
         print(f"error: {job_dir} has no {JobPaths(job_dir).result.name}: give the directory of a job", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else job_dir.with_name(job_dir.name + "-rerun")
+    out = Path(args.out) if args.out else default_out(job_dir)
+    if (sweep := sweep_holding(out)) is not None:
+        print(
+            f"error: {out} is inside the records of sweep {sweep.root}: a rerun never writes there; "
+            f"give another --out (or leave it out: {default_out(job_dir)})",
+            file=sys.stderr,
+        )
+        return 2
     if JobResult.read(out) is not None:
         print(f"error: {out} already holds a job: give another --out", file=sys.stderr)
         return 2
@@ -59,6 +77,9 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 def add_rerun_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("rerun", help=cmd_rerun.__doc__)
     parser.add_argument("job_dir", help="a job's directory (it holds result.json)")
-    parser.add_argument("--out", help="the new job's directory (default: JOB_DIR-rerun)")
+    parser.add_argument(
+        "--out",
+        help="the new job's directory (default: SWEEP_DIR/reruns/<job name>/<k> for a sweep's job, else JOB_DIR-rerun)",
+    )
     parser.set_defaults(func=cmd_rerun)
     return parser

@@ -20,6 +20,8 @@ SHARED_FIXTURE_GROUPS = {
     "backend_and_tokenizer": "jax-backend",  # tests/test_jax_engine_reads.py: a JaxBackend, compiled
     "jax_trainings": "jax-backend",  # tests/test_jax_engine_reads.py: the trainings on it that several tests compare
     "example": "optuna-example",  # tests/test_optuna.py: the shipped 12-trial study, run once
+    "finished_sweep": "kept-grid",  # tests/test_sweep_records_kept.py: a finished 2-job grid
+    "finished_optuna": "kept-optuna",  # tests/test_sweep_records_kept.py: a finished 2-trial study
 }
 
 

@@ -115,3 +115,31 @@ def test_a_model_path_that_is_a_file_says_it_is_a_file_not_that_it_does_not_exis
     (tmp_path / "model.safetensors").write_bytes(b"\0")
     problem = model_path(str(tmp_path / "model.safetensors"))
     assert "is a file" in problem and "there is no" not in problem
+
+
+def test_a_comma_list_without_m_is_one_line_rc_2_did_you_mean_m_in_train_validate_and_cfg_job(tmp_path):
+    for args in (["trainer.lr=1e-3,3e-3"], ["trainer.lr=1e-3,3e-3", "--cfg", "job"]):
+        line = one_error_line(train(tmp_path, *args))
+        assert "trainer.lr=1e-3,3e-3 is a sweep" in line and "did you mean -m?" in line
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "rllm_sweeps.cli", "validate", "rollout.n=4,8"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "rollout.n=4,8 is a sweep" in one_error_line(proc) and "did you mean -m?" in proc.stderr
+
+
+def test_a_plus_key_nothing_reads_is_refused_by_a_single_job_validate_and_cfg_job_as_by_a_sweep(tmp_path):
+    for args in (["+trainer.foo=1"], ["+trainer.foo=1", "--cfg", "job"]):
+        assert "unknown key 'trainer.foo'" in one_error_line(train(tmp_path, *args))
+    assert not (tmp_path / "outputs").exists()
+    from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.problems import ConfigError
+
+    with pytest.raises(ConfigError, match="nothing reads a trainer"):
+        load_config(["+trainer.foo=1"], notify=lambda _: None)
+    assert load_config(["+task.extra=1"], notify=lambda _: None).task.extra == 1  # a task's code may read it

@@ -60,7 +60,7 @@ def train_steps(job_dir: Path) -> list[int]:
     return [r["step"] for r in read_metrics(job_dir) if r["kind"] == "train"]
 
 
-def test_a_job_writes_result_metrics_config_and_tensorboard_and_a_rerun_after_sigterm_resumes_continuously(tmp_path):
+def test_a_job_writes_its_records_and_a_rerun_after_sigterm_resumes_continuously_counting_two_process_starts(tmp_path):
     # One job proves both: what a job writes (checked on the completed run), and that a SIGTERM
     # after a checkpoint, then a rerun, resumes it with continuous metrics.
     job_dir = tmp_path / "job"
@@ -87,6 +87,7 @@ def test_a_job_writes_result_metrics_config_and_tensorboard_and_a_rerun_after_si
     assert "resuming from step_" in again.stdout
     result = JobResult.read(job_dir)
     assert result.status == "completed" and result.steps == 6 and result.restarts == 1
+    assert result.attempts == 2  # two process starts: the interrupted one and the resumed one
     assert train_steps(job_dir) == [1, 2, 3, 4, 5, 6]
     # The validation history (and so the best) spans both attempts, not only the resumed one.
     assert [v["step"] for v in result.validations] == [0, 3, 6]

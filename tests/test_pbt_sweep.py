@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_sweep_records_kept import files
 from test_sweep_run import env, job_results
 
 from rllm_sweeps.records.layout import SweepPaths
@@ -69,7 +70,9 @@ def replay(job_dir, out) -> list[dict]:  # noqa: ANN001
     return [r for kind in ("train", "val") for r in records if r["kind"] == kind]
 
 
-def test_a_pbt_sweep_copies_checkpoints_in_running_jobs_its_schedules_replay_and_its_top_trials_are_confirmed(tmp_path):
+def test_a_pbt_sweep_copies_checkpoints_its_schedules_replay_its_top_trials_are_confirmed_and_reruns_change_nothing(
+    tmp_path,
+):
     sweep = tmp_path / "sweep"
     cmd = [sys.executable, str(REPO / "train.py"), "-m", *PBT, f"hydra.sweep.dir={sweep}"]
     proc = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
@@ -109,6 +112,7 @@ def test_a_pbt_sweep_copies_checkpoints_in_running_jobs_its_schedules_replay_and
     confirmation = build_report(sweep).confirmation
     assert confirmation is not None and len(confirmation.stats.ranking) == 2 and confirmation.seeds == (43, 44)
     assert "confirmed: " in proc.stdout
+    assert (stage.report / "report.md").is_file() and (stage.report / "jobs.csv").is_file()  # confirm/report/
 
     # The best trial's schedule, replayed from scratch as one job, gives its lineage's rewards step
     # for step (and, should the best be a trial that never copied, one that did too).
@@ -118,5 +122,25 @@ def test_a_pbt_sweep_copies_checkpoints_in_running_jobs_its_schedules_replay_and
     for t in targets:
         replayed = replay(trials[t], tmp_path / f"replay-{t}")
         assert len(replayed) == STEPS + 2  # every step, and the validations at 3 and 6
+
         assert per_step(replayed) == per_step(lineage_records(trials, t))
         assert all("reward_mean" in r for r in replayed if r["kind"] == "train")
+
+    # A rerun with its default output, then the sweep's command again (issue 43): the rerun lands in
+    # reruns/, and no trial's or confirmation job's records change (pbt.json, schedules, results).
+    skip = ("report", "reruns", "sweeper.lock", "manifest.json", "confirm/manifest.json", "confirm/report")
+    kept = files(sweep, skip=skip)
+    rerun = subprocess.run(
+        [sys.executable, "-m", "rllm_sweeps.cli", "rerun", str(trials[best])],
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert JobResult.read(SweepPaths(sweep).reruns / trials[best].name / "1").status == "completed"
+    assert files(sweep, skip=skip) == kept
+    again = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert files(sweep, skip=skip) == kept

@@ -98,3 +98,16 @@ def test_values_too_close_to_label_get_round_ticks_instead(tmp_path):
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
     assert "0.002237" not in labels and "0.002288" not in labels
     assert set(labels) <= {"1e-4", "2e-4", "5e-4", "0.001", "0.002", "0.005", "0.01"}, labels
+
+
+def test_learning_curves_of_more_points_than_a_legend_holds_get_a_colour_bar_of_the_swept_parameter(tmp_path):
+    lrs = [{"trainer.lr": 1e-4 * 1.5**i} for i in range(12)]  # the shipped Optuna example's 12 trials
+    plan = plan_dict(lrs, seeds=None, parameters={"trainer.lr": {"distribution": "log_uniform"}})
+    sweep = make_sweep(tmp_path, plan)
+    for i, job in enumerate(plan["jobs"]):
+        write_job(sweep, job, val=[0.01 * i, 0.02 * i])
+    fig = learning_curves_figure(build_report(sweep))
+    bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert len(bars) == 1 and bars[0].get_ylabel() == "trainer.lr" and not fig.legends
+    colours = {line.get_color() for line in fig.axes[0].get_lines()}
+    assert len(colours) == 12  # each trial its own colour, read off the bar

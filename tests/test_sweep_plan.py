@@ -132,7 +132,7 @@ CASES = [
     ([], ["skyrl.train.trainer.policy.optimizer_config.lr=0.002"]),
     ([], ["model.lora={rank:4}"]),
     ([], ["trainer.experiment_name=run_${trainer.lr}"]),
-    ([], ["+trainer.extra=3"]),
+    ([], ["+task.extra=3"]),  # a `+` key of the common sections is refused (nothing reads it)
 ]
 
 
@@ -447,3 +447,24 @@ def test_a_planned_jobs_command_passes_its_preflight_without_composing_again_and
     monkeypatch.delenv(LAUNCH_ENV)
     app.preflight(argv)  # the same command typed by hand
     assert len(composed) == 2
+
+
+@pytest.mark.parametrize(
+    ("swept", "given", "why"),
+    [
+        ("rollout.val.top_p=0.5,0.9", [], "validation is greedy (rollout.val.temperature=0)"),
+        ("algorithm.eps_clip=0.1,0.2", ["algorithm.loss_fn=importance_sampling"], "policy loss has no clip"),
+        ("algorithm.eps_clip_high=0.2,0.3", ["algorithm.loss_fn=importance_sampling"], "policy loss has no clip"),
+    ],
+)
+def test_a_sweep_over_greedy_validations_top_p_or_the_clip_of_an_unclipped_loss_is_refused_as_identical_jobs(
+    swept, given, why
+):
+    with pytest.raises(SweepError) as err:
+        plan_sweep([swept, *given], limit=4)
+    assert f"a sweep over {swept.partition('=')[0]} runs identical jobs" in str(err.value) and why in str(err.value)
+
+
+def test_the_same_sweeps_run_where_validation_samples_and_the_loss_clips():
+    for args in (["rollout.val.top_p=0.5,0.9", "rollout.val.temperature=0.7"], ["algorithm.eps_clip=0.1,0.2"]):
+        assert len(plan_sweep(args, limit=4).jobs) == 2

@@ -37,7 +37,10 @@ def on_term(signum, frame):
     sys.exit(7)
 
 signal.signal(signal.SIGTERM, on_term)
-print(json.dumps({"name": __name__, "argv": sys.argv, "cwd": os.getcwd(), "env": os.environ.get("RLLM_X"),
+made = f"made-{os.getpid()}"
+open(made, "w").close()
+print(json.dumps({"mode": os.stat(made).st_mode & 0o777,
+                  "name": __name__, "argv": sys.argv, "cwd": os.getcwd(), "env": os.environ.get("RLLM_X"),
                   "stdin": sys.stdin.read(), "pid": os.getpid(), "forked": is_forked_job(),
                   "path0": sys.path[0]}), flush=True)
 print("to stderr", file=sys.stderr)
@@ -110,6 +113,34 @@ def test_a_command_handed_to_the_warm_server_runs_as_main_with_its_argv_cwd_envi
     assert seen["env"] == "mine" and seen["stdin"] == "hello"
     assert err.strip() == "to stderr"
     assert f"job pid {seen['pid']}: exit 3" in paths.log.read_text()
+
+
+def test_a_warm_job_writes_files_with_the_modes_a_cold_job_gives_them_under_the_callers_umask(server, tmp_path):
+    env, _, _ = server
+    modes = {}
+    for how, extra in (("warm", {}), ("cold", {WARM_SERVER_ENV: "off"})):
+        proc = job(tmp_path, {**env, **extra}, "0", preexec_fn=lambda: os.umask(0o077))
+        code, seen, _ = finish(proc)
+        assert code == 0 and seen["forked"] is (how == "warm")
+        modes[how] = seen["mode"]
+    assert modes == {"warm": 0o600, "cold": 0o600}
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(), reason="needs root and setpriv")
+def test_a_caller_with_dropped_capabilities_is_refused_in_one_line_and_its_job_runs_as_the_caller(server, tmp_path):
+    env, _, _ = server
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(JOB))
+    (tmp_path / "work").mkdir(exist_ok=True)
+    proc = subprocess.Popen(
+        ["setpriv", "--bounding-set=-dac_override", sys.executable, str(script), "0"],
+        cwd=tmp_path / "work", env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    code, seen, err = finish(proc)
+    assert code == 0 and seen["forked"] is False and seen["pid"] == proc.pid
+    (line,) = [line for line in err.splitlines() if "warm server" in line]
+    assert "the caller's credentials differ from the server's in " in line and "CapBnd" in line
 
 
 def test_the_warm_server_is_not_used_for_a_sweep_a_slurm_job_when_turned_off_or_when_the_environment_differs(

@@ -8,12 +8,14 @@ from collections.abc import Callable, Iterable
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.config.compose import compose_config
+from rllm_sweeps.config.override_values import is_sweep
 from rllm_sweeps.config.overrides import parse_overrides, unknown_choice_issues, unknown_key_issues
 from rllm_sweeps.config.reconcile import reconcile
 from rllm_sweeps.config.spelling import canonical_overrides
 from rllm_sweeps.config.validate import validate
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.native_keys import SKYRL_TRAIN
+from rllm_sweeps.override_text import split_override
 from rllm_sweeps.problems import ConfigError, ConfigIssue
 
 Notify = Callable[[str], None]
@@ -109,17 +111,31 @@ def config_notes(plain: dict, explicit: Iterable[str]) -> list[str]:
     return unused_notes(plain, explicit) + default_rule_notes(plain, explicit)
 
 
+def sweep_without_m(sweeps: list[str]) -> ConfigIssue:
+    """One job's command holding a sweep's values: the commonest slip, said in one line."""
+    key = split_override(sweeps[0]).key
+    return ConfigIssue(
+        key,
+        f"{' '.join(sweeps)} is a sweep (one job per value): did you mean -m? (python train.py -m ...); "
+        f"for one job, a list value is {key}=[a,b], a string {key}='a,b'",
+    )
+
+
 def load_config(overrides: Iterable[str] = (), where: str = "", notify: Notify = _stderr) -> DictConfig:
     """The validated config for these overrides (what a job runs with), in any of the three
     spellings (config/spelling.py)."""
     overrides = canonical_overrides(overrides, notify)
-    try:
-        # The config is in struct mode throughout: if it composes, every key exists. One
-        # composition instead of two in the usual case; any failure takes the path below, which
-        # finds every problem at once (or raises the same error again).
-        cfg = compose_config(overrides)
-    except Exception:
-        cfg = None
+    if sweeps := [o for o in overrides if is_sweep(o)]:  # Hydra's answer is a traceback
+        raise ConfigError([sweep_without_m(sweeps)], where)
+    cfg = None
+    if not any(o.startswith("+") for o in overrides):  # a `+` key composes, read or not: checked below
+        try:
+            # The config is in struct mode throughout: if it composes, every key exists. One
+            # composition instead of two in the usual case; any failure takes the path below, which
+            # finds every problem at once (or raises the same error again).
+            cfg = compose_config(overrides)
+        except Exception:
+            cfg = None
     if cfg is not None:
         return finalize(cfg, overrides, where, notify)
     unknown, lines = unknown_overrides(overrides, where)

@@ -27,6 +27,14 @@ def parse_value(text: str) -> Any:
     return _PARSER.parse_override(f"k={text}").value()
 
 
+def is_sweep(override: str) -> bool:
+    """Whether Hydra reads this override as a sweep (`k=a,b`, `k=range(...)`): several jobs, -m only."""
+    try:
+        return _PARSER.parse_override(override).is_sweep_override()
+    except HydraException:
+        return False  # not an override Hydra parses: its own message says why, where it is composed
+
+
 def same(a: Any, b: Any) -> bool:
     """Equal and of the same types, recursively (1, 1.0 and True are three different values)."""
     if type(a) is not type(b):

@@ -3,6 +3,7 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
 
     outputs/<project>/<experiment>/<run name>/   a job run by hand (`run_name`: its overrides)
 
+    SWEEP_DIR.dry-run-plan.json         a dry run's plan, beside the sweep: a dry run writes nothing in it
     SWEEP_DIR/                          SweepPaths
       manifest.json, plan.json          the command and sweep id; the plan (sweep/plan.py)
       pbt_board/                        a PBT sweep's latest score of each trial (pbt/board.py)
@@ -10,13 +11,15 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
       sweeper.lock                      held by the sweep's live sweeper (sweep/sweeper_lock.py)
       slurm/                            submitit's files of the sweep's SLURM arrays
       report/                           what `rllm-sweeps report` writes
+      reruns/<job name>/<k>/            `rllm-sweeps rerun` of a job (JobPaths; never in jobs/: rerun.py)
       jobs/<index:04d>-<hash[:8]>/      JobPaths: one job
         config.yaml, result.json, metrics.jsonl, job.log, node-K.log, attempts.jsonl, generation,
         launch.<generation>.json (what the sweeper hands each attempt, the last two kept: records/launch.py),
         ray.json, ray-auth-token (0600), checkpoints/, work/, slurm/ (submitit's files of a job
         submitted alone), .lock, skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports),
         .hydra/ (Hydra's record of the command), train.log (the job's Python log), schedule.json (settings
-        per step range: records/schedule.py), pbt.json (a PBT trial's membership: pbt/membership.py)
+        per step range: records/schedule.py), pbt.json (a PBT trial's membership: pbt/membership.py),
+        replaced/<k>/ (an earlier run's records, moved aside by trainer.resume_mode=disable: job_dir.py)
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ PBT_FILE = "pbt.json"
 PBT_BOARD_DIR = "pbt_board"
 CONFIRM_DIR = "confirm"
 HYDRA_DIR = ".hydra"
+RERUNS_DIR = "reruns"
+REPLACED_DIR = "replaced"
+DRY_RUN_PLAN_SUFFIX = ".dry-run-plan.json"
 # A job by hand with no override runs here, under outputs/<project>/<experiment>/ (an override
 # name always holds '=', so no command's name can be this one).
 NO_OVERRIDES_RUN = "defaults"
@@ -191,6 +197,22 @@ class JobPaths:
         """The sweep the job belongs to (a job of a sweep lives in SWEEP_DIR/jobs/)."""
         return SweepPaths(self.root.parent.parent)
 
+    @property
+    def in_sweep(self) -> bool:
+        """Whether the directory is a job of a sweep (SWEEP_DIR/jobs/<name>, the sweep's records beside)."""
+        sweep = self.sweep
+        return self.root.parent.name == JOBS_DIR and (sweep.manifest.is_file() or sweep.plan.is_file())
+
+    def replaced(self) -> Path:
+        """Where an earlier run's records go when trainer.resume_mode=disable starts over: the next
+        free replaced/<k>/ (k = 1, 2, ...)."""
+        return _next_free(self.root / REPLACED_DIR)
+
+    @property
+    def kept_aside(self) -> tuple[str, ...]:
+        """What stays in place when the records are moved aside: the lock this run holds, the earlier ones."""
+        return (self.lock.name, REPLACED_DIR)
+
 
 @dataclass(frozen=True)
 class SweepPaths:
@@ -233,9 +255,49 @@ class SweepPaths:
     def sweeper_lock(self) -> Path:
         return self.root / "sweeper.lock"
 
+    @property
+    def reruns(self) -> Path:
+        """`rllm-sweeps rerun`'s jobs of this sweep, beside jobs/ (the sweep never reads them as its own)."""
+        return self.root / RERUNS_DIR
+
+    def next_rerun(self, job_name: str) -> JobPaths:
+        """The next rerun of job `job_name`: reruns/<job name>/<k>/ (k = 1, 2, ...)."""
+        return JobPaths(_next_free(self.reruns / job_name))
+
+    def rerun_dirs(self) -> list[Path]:
+        """Every rerun's directory, by job name then number."""
+        if not self.reruns.is_dir():
+            return []
+        runs = [p for p in self.reruns.glob("*/*") if p.is_dir() and p.name.isdigit()]
+        return sorted(runs, key=lambda p: (p.parent.name, int(p.name)))
+
+    @property
+    def dry_run_plan(self) -> Path:
+        """A dry run's plan: beside the sweep directory, never in it."""
+        return self.root.with_name(self.root.name + DRY_RUN_PLAN_SUFFIX)
+
     def job(self, index: int, config_hash: str) -> JobPaths:
         return JobPaths(self.jobs / JobPaths.name(index, config_hash))
 
     def job_dirs(self) -> list[Path]:
         """Every job directory there is, in name (plan) order."""
         return sorted(p for p in self.jobs.glob("*") if p.is_dir()) if self.jobs.is_dir() else []
+
+
+def _next_free(parent: Path) -> Path:
+    """parent/<k> for the first k >= 1 not taken."""
+    taken = {int(p.name) for p in parent.glob("*") if p.name.isdigit()} if parent.is_dir() else set()
+    return parent / str(next(k for k in range(1, len(taken) + 2) if k not in taken))
+
+
+def sweep_holding(path: Path) -> SweepPaths | None:
+    """The sweep whose records hold `path` (the directory or a file in it, a job, the confirmation
+    stage), or None: outside every sweep, or in a sweep's reruns/ (what a rerun may write)."""
+    path = path.resolve()
+    for above in (path, *path.parents):
+        if above.name == RERUNS_DIR:
+            return None
+        sweep = SweepPaths(above)
+        if sweep.manifest.is_file() or sweep.plan.is_file():
+            return sweep
+    return None

@@ -34,6 +34,7 @@ from rllm_sweeps.records.status import (
 )
 from rllm_sweeps.report.confirm_stats import confirm
 from rllm_sweeps.report.confirmation import ConfirmationReport, ConfirmedPoint
+from rllm_sweeps.report.reruns import RerunRow, read_reruns
 from rllm_sweeps.report.study import StudySummary, read_study
 from rllm_sweeps.report.sweepdir import SweepDir, open_sweep_dir
 
@@ -138,6 +139,7 @@ class Report:
     log_axes: list[str] = field(default_factory=list)  # swept parameters drawn from a log distribution
     zipped: list[list[str]] = field(default_factory=list)  # parameters that vary together (the spec's zip)
     confirmation: ConfirmationReport | None = None  # sweep.confirm: the top points re-run with fresh seeds
+    reruns: list[RerunRow] = field(default_factory=list)  # `rllm-sweeps rerun`'s jobs, apart from the sweep's
 
     @property
     def has_seeds(self) -> bool:
@@ -218,6 +220,7 @@ def build_report(sweep_dir: Path | str) -> Report:
         log_axes=[_key_of(k) for k in log_axes],
         zipped=[[_key_of(str(k)) for k in group] for group in plan.spec.get("zip") or []],
         confirmation=read_confirmation(sd.path, points, metrics[0]) if metrics else None,
+        reruns=read_reruns(sd.path, metrics[0] if metrics else None),
     )
 
 

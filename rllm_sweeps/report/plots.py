@@ -99,8 +99,10 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
     from matplotlib.ticker import MaxNLocator
 
     legend = 1 < len(report.points) <= MAX_LEGEND
-    fig, axes = new_figure(len(panels), legend)
+    fig, axes = new_figure(len(panels), legend or len(report.points) > MAX_LEGEND)
     colors = _colors(len(report.points))
+    if len(report.points) > MAX_LEGEND:  # too many for a legend: a colour bar says which line is which
+        colors = colour_bar(fig, axes, report)
     labels = {p.point_id: point_label(p.params, report.swept) for p in report.points}
     band_alpha = 0.15 if len(report.points) <= 4 else 0.07
     status = {j.index: j.status for j in report.jobs}
@@ -135,6 +137,26 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
     if legend:
         fig.legend(loc="outside right upper", fontsize="small", title="point")
     return fig
+
+
+def colour_bar(fig: Any, axes: list[Any], report: Report) -> list[Any]:
+    """The points' colours by the first numeric swept parameter (log where it spans a decade), or by
+    plan order, with the colour bar that reads them; at any number of points."""
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import LogNorm, Normalize
+
+    values, label = [float(p.point_index) for p in report.points], "point (plan order)"
+    for key in report.swept:
+        found = [p.params.get(key) for p in report.points]
+        if _numeric(found) and len(set(found)) > 1:
+            values, label = [float(v) for v in found], key
+            break
+    low, high = min(values), max(values)
+    norm = (LogNorm if spans_decade(values) else Normalize)(vmin=low, vmax=high if high > low else low + 1)
+    cmap = colormaps["viridis"]
+    fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=label, shrink=0.9)
+    return [cmap(norm(v)) for v in values]
 
 
 SMOOTHING = 0.6  # EMA weight of the past: train rewards are noisy step to step

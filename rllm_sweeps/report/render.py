@@ -22,6 +22,7 @@ from typing import Any
 from rllm_sweeps.records.layout import REPORT_DIR
 from rllm_sweeps.report.confirmation import confirmation_lines, verdict
 from rllm_sweeps.report.model import Aggregate, BestPoint, Report
+from rllm_sweeps.report.reruns import rerun_lines
 from rllm_sweeps.report.study import study_lines
 from rllm_sweeps.text_table import text_table
 
@@ -206,6 +207,7 @@ def render_table(report: Report, max_rows: int = MAX_ROWS) -> str:
         lines += study_lines(report.study)
     if report.confirmation is not None:
         lines += confirmation_lines(report.confirmation)
+    lines += rerun_lines(report.reruns, report.metrics[0] if report.metrics else None)
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)
 
@@ -322,6 +324,9 @@ def render_markdown(report: Report, plots: Sequence[Path] = ()) -> str:
     if report.confirmation is not None:
         head, *rest = confirmation_lines(report.confirmation)
         lines += ["## Confirmation", "", head, "", *(f"- {line.strip()}" for line in rest), ""]
+    if report.reruns:
+        head, *rest = rerun_lines(report.reruns, report.metrics[0] if report.metrics else None)[1:]
+        lines += ["## Reruns", "", head, "", *(f"- {line.strip()}" for line in rest), ""]
     if report.study is not None:
         lines += ["## Optuna study", ""]
         lines += [f"- {line.strip()}" for line in study_lines(report.study)]

@@ -14,16 +14,14 @@ that are not completed yet.
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from launchers.base import Launcher
 from rllm_sweeps.config.override_values import same
-from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.manifest import SweepManifest, record_invocation
 from rllm_sweeps.records.plan import PlannedJob, Totals
 from rllm_sweeps.records.resources import total_hours
 from rllm_sweeps.records.result import JobResult
@@ -111,16 +109,10 @@ def run_stage(
         return None
     stage_dir = SweepPaths(sweep_dir).confirm.root
     stage.plan.write(stage_dir)
-    manifest = {"command": sys.argv, "sweep_id": f"{_sweep_id(sweep_dir)}-confirm", "created_at": time.time()}
-    write_json_atomic(SweepPaths(stage_dir).manifest, manifest | {"launcher": launcher.name})
+    search = SweepManifest.read(sweep_dir)
+    stage_id = f"{search.sweep_id if search else 'sweep'}-confirm"
+    record_invocation(stage_dir, sweep_id=stage_id, family=None, command=sys.argv, launcher=launcher.name)
     print(f"[confirm] {len(stage.plan.jobs)} jobs: " + "; ".join(stage.plan.notes), flush=True)
     source = ConfirmSource(stage, stage_dir)
     metric = spec.metric[0]
     return SweepRunner(source, stage_dir, launcher, parallel, metric=metric, metrics=list(spec.metric), **runner).run()
-
-
-def _sweep_id(sweep_dir: Path) -> str:
-    try:
-        return str(json.loads(SweepPaths(sweep_dir).manifest.read_text()).get("sweep_id") or "sweep")
-    except (OSError, ValueError):
-        return "sweep"

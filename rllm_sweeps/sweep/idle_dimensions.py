@@ -1,10 +1,14 @@
 """A sweep dimension over a setting that changes nothing in any of its jobs is an error: the jobs would
-be identical (config/setting_effect.py decides what changes nothing; a single job only gets a note)."""
+be identical (config/setting_effect.py decides what changes nothing of a native setting, and
+config/common_effect.py of a common key: greedy validation's top_p, the clip of a loss that has none;
+a single job only gets a note)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rllm_sweeps.config.common_effect import RULES as COMMON_RULES
+from rllm_sweeps.config.common_effect import unused_common
 from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
 from rllm_sweeps.plain_tree import plain_get_or_none
 from rllm_sweeps.problems import ConfigIssue
@@ -19,16 +23,21 @@ class IdleDimensions:
 
         self.why: dict[str, tuple[str, str]] = {}  # canonical key -> (where it was given, why, once seen)
         self.watched = {canonical_key(p.key): p.source for p in parameters if p.is_swept and not p.is_group}
-        self.watched = {k: s for k, s in self.watched.items() if k.startswith((SKYRL_TRAIN_PREFIX, SKYRL_JAX_PREFIX))}
+        native = (SKYRL_TRAIN_PREFIX, SKYRL_JAX_PREFIX)
+        self.watched = {k: s for k, s in self.watched.items() if k.startswith(native) or k in COMMON_RULES}
 
     def observe(self, plain: dict[str, Any]) -> None:
         """One valid job's resolved config."""
         from rllm_sweeps.config.setting_effect import Kind, setting_effect
 
         for key in list(self.watched):
-            effect = setting_effect(key, plain_get_or_none(plain, key), plain)
-            if effect.kind is Kind.UNUSED:
-                self.why.setdefault(key, (self.watched[key], effect.why))
+            if key in COMMON_RULES:
+                why = unused_common(key, plain)
+            else:
+                effect = setting_effect(key, plain_get_or_none(plain, key), plain)
+                why = effect.why if effect.kind is Kind.UNUSED else None
+            if why is not None:
+                self.why.setdefault(key, (self.watched[key], why))
             else:
                 self.watched.pop(key)
                 self.why.pop(key, None)

@@ -1,6 +1,7 @@
 """Running a planned sweep: its directory, resume, the launch loop, progress, the final table.
 
-    arguments -> plan (every job validated; a dry run stops here) -> SWEEP_DIR/{manifest,plan}.json
+    arguments -> plan (every job validated; a dry run stops here, its plan beside SWEEP_DIR, not in it)
+    -> SWEEP_DIR holds no other sweep (sweep/ownership.py) -> SWEEP_DIR/{manifest,plan}.json
     -> for each job: skip if SWEEP_DIR has its completed result (same config hash), else launch
        with at most `parallel` in flight, the next one the moment one finishes (sweep/runner.py)
     -> the results table (report), exit code 0 only if every job completed
@@ -12,22 +13,21 @@ hash unless hydra.sweep.dir is given) and runs only what is not completed yet.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
+import os
 import sys
-import time
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
 from launchers.choice import LauncherRefused
-from rllm_sweeps.config.planned import job_overrides
-from rllm_sweeps.config.source import ConfigSource, current_source, use_source
+from rllm_sweeps.config.source import ConfigSource, use_source
 from rllm_sweeps.override_text import set_value
 from rllm_sweeps.problems import ConfigError
-from rllm_sweeps.records.atomic import write_json_atomic
-from rllm_sweeps.records.layout import MANIFEST_FILE
+from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.manifest import record_invocation
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.sweep.launch_choice import (
     launch_lines,
@@ -37,6 +37,8 @@ from rllm_sweeps.sweep.launch_choice import (
     with_launcher_resources,
 )
 from rllm_sweeps.sweep.memory_check import memory_lines
+from rllm_sweeps.sweep.ownership import refusal as ownership_refusal
+from rllm_sweeps.sweep.ownership import sweep_family, sweep_id
 from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import plan_request
@@ -105,6 +107,13 @@ def run_sweep(
     if (problem := unwritable(sweep_dir)) is not None:
         print(f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR", file=sys.stderr)
         raise SystemExit(2)
+    this_id, family = (
+        sweep_id(plan.spec.to_dict(), plan.base_overrides),
+        sweep_family(plan.spec.to_dict(), plan.base_overrides),
+    )
+    if (owned := ownership_refusal(sweep_dir, this_id, family)) is not None:  # a dry run says so too
+        print(f"error: {owned}", file=sys.stderr)
+        raise SystemExit(2)
     launcher = make_launcher(choice)
     if settings.dry_run:
         print("\n".join(launch_lines(choice, launcher, plan, parallel)))
@@ -126,7 +135,9 @@ def run_sweep(
         for line in memory_lines(plan.jobs, launcher):
             print(line)
         print(f"validated the {plan.totals.validated} jobs shown: no problem found")
-        print(f"plan: {plan.write(sweep_dir)} (dry run: nothing launched)")
+        # Beside the sweep directory, never in it: a dry run of a finished sweep leaves its records as they are.
+        kept = plan.write(SweepPaths(sweep_dir).dry_run_plan)
+        print(f"plan: {kept} (dry run: nothing launched, nothing written in {sweep_dir})")
         return
     try:
         # Before anything in the directory is written: one sweeper per sweep (held until exit).
@@ -134,11 +145,15 @@ def run_sweep(
     except SweeperBusy as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    manifest = {"command": sys.argv, "sweep_id": sweep_id(plan), "created_at": time.time(), "launcher": launcher.name}
     source = make_source(plan, sweep_dir)
-    if (study := source.study_info()) is not None:
-        manifest["study"] = study
-    write_json_atomic(sweep_dir / MANIFEST_FILE, manifest)
+    record_invocation(
+        sweep_dir,
+        sweep_id=this_id,
+        family=family,
+        command=sys.argv,
+        launcher=launcher.name,
+        study=source.study_info(),
+    )
     runner = SweepRunner(
         source,
         sweep_dir,
@@ -194,10 +209,10 @@ def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
     if plan.spec.method == "pbt":
         from rllm_sweeps.sweep.pbt_source import PbtSource
 
-        plan.write(sweep_dir)
+        write_plan(plan, sweep_dir)
         return PbtSource(plan, sweep_dir)
     if plan.spec.method != "optuna":
-        plan.write(sweep_dir)
+        write_plan(plan, sweep_dir)
         return StaticSource(plan, sweep_dir)
     from rllm_sweeps.sweep.optuna_search import OptunaSource
 
@@ -208,12 +223,29 @@ def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
         raise SystemExit(2) from None
 
 
-def sweep_id(plan: Plan) -> str:
-    """What identifies a sweep: its spec and the overrides every job gets."""
-    data = {"spec": plan.spec.to_dict(), "base": job_overrides(plan.base_overrides)}
-    if not (source := current_source()).is_default():  # another search path: another sweep
-        data["configs"] = source.train_py_args()
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:8]
+def write_plan(plan: Plan, sweep_dir: Path) -> None:
+    """plan.json, unless the directory holds this plan already (a resume: only its planning time
+    would differ), so that a sweep's records change only where something changed."""
+    path = SweepPaths(sweep_dir).plan
+    if path.is_file():
+        handle, name = tempfile.mkstemp(suffix=".json")
+        os.close(handle)
+        try:
+            if _plan_content(path) == _plan_content(plan.write(name)):
+                return
+        finally:
+            os.unlink(name)
+    plan.write(sweep_dir)
+
+
+def _plan_content(path: Path) -> Any:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("totals"), dict):
+        data["totals"].pop("plan_seconds", None)
+    return data
 
 
 def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> Path:
@@ -222,7 +254,7 @@ def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> 
         return Path(str(hydra_cfg.hydra.sweep.dir)).resolve()
     name = plan.spec.name or "sweep"
     project = str(hydra_cfg.trainer.project_name)
-    return (Path("multirun") / project / f"{name}-{sweep_id(plan)}").resolve()
+    return (Path("multirun") / project / f"{name}-{sweep_id(plan.spec.to_dict(), plan.base_overrides)}").resolve()
 
 
 def print_final_table(sweep_dir: Path) -> None:
@@ -233,3 +265,7 @@ def print_final_table(sweep_dir: Path) -> None:
     print(render_table(report))
     paths = write_report(sweep_dir, report=report)
     print(f"report: {paths[0].parent} ({len(paths)} files)")
+    stage = SweepPaths(sweep_dir).confirm
+    if stage.plan.is_file():  # the confirmation stage: a sweep directory of its own, with its own report
+        stage_paths = write_report(stage.root)
+        print(f"confirmation report: {stage_paths[0].parent} ({len(stage_paths)} files)")
