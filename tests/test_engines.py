@@ -43,7 +43,7 @@ def test_the_jax_backend_settings_are_read_by_jax_only_and_the_gpu_trainer_tree_
     assert readers("skyrl.train.data.train_data") == ENGINES
     assert readers("skyrl.train.environment.env_class") == ()
     # common keys an engine cannot honour
-    assert readers("trainer.max_grad_norm") == ENGINES  # jax: training/optimizer.py, in every JAX process
+    assert readers("trainer.max_grad_norm") == ENGINES  # jax: in-process (RayJaxBackend refuses it named)
     assert readers("trainer.adam_eps") == ("jax",)
     assert readers("trainer.lr") == ENGINES
     # SkyRL's own PPO loop's settings, which its backend code never names: derived from SkyRL
@@ -64,9 +64,8 @@ def test_every_engine_name_has_its_class_and_the_config_chooses_it():
     # Ray only where the backend runs on it; the reduction the loop scales advantages for
     assert [e.uses_ray for e in ALL_ENGINES] == [False, True, True, True]
     assert [e.traits.backend_reduction for e in ALL_ENGINES] == ["seq-mean-token-mean"] * 2 + ["token-sum"] * 2
-    # every engine clips: the JAX engines through training/optimizer.py's AdamW (RayJaxBackend's
-    # workers too), SkyRL's trainer itself
-    assert [e.reads("trainer.max_grad_norm") for e in ALL_ENGINES] == [True, True, True, True]
+    # RayJaxBackend's workers build SkyRL's unclipped AdamW: only the in-process JAX engine clips
+    assert [e.reads("trainer.max_grad_norm") for e in ALL_ENGINES] == [True, False, True, True]
 
 
 def test_keys_lists_the_engines_that_read_each_key_without_lambda_reprs():
@@ -146,11 +145,10 @@ def test_jax_backend_settings_change_nothing_on_the_gpu_trainer_and_adam_eps_is_
     assert "torch's eps" in found["trainer.adam_eps"]
 
 
-def test_gradient_clipping_is_accepted_on_every_engine_ray_jax_included():
-    # RayJaxBackend's workers train with training/optimizer.py's clipped AdamW too (installed in each
-    # worker after SkyRL's create_model)
-    load_config(["trainer.max_grad_norm=0.5", "skyrl.jax.use_ray=true"], notify=quiet)
-    load_config(["trainer.max_grad_norm=0.5"], notify=quiet)
+def test_gradient_clipping_is_refused_only_on_ray_jax_whose_workers_build_their_own_optimizer():
+    found = problems(["trainer.max_grad_norm=0.5", "skyrl.jax.use_ray=true"])
+    assert "RayJaxBackend (skyrl.jax.use_ray) has no gradient clipping" in found["trainer.max_grad_norm"]
+    load_config(["trainer.max_grad_norm=0.5"], notify=quiet)  # in-process JaxBackend clips (jax_backend.py)
     load_config(["trainer.max_grad_norm=0.5", "skyrl.engine=fsdp", "resources.gpus_per_node=1"], notify=quiet)
 
 

@@ -44,6 +44,11 @@ class NotRead:
 # Common keys that some engine cannot honour, with the reason (every other common key is read
 # by the loop or the job on every engine).
 NOT_READ: dict[str, NotRead] = {
+    # In-process, the JAX engine clips (training/jax_backend.py); RayJaxBackend's worker processes
+    # build SkyRL's own unclipped AdamW.
+    "trainer.max_grad_norm": NotRead(
+        ("jax",), "SkyRL's RayJaxBackend (skyrl.jax.use_ray) has no gradient clipping", "skyrl.jax.use_ray"
+    ),
     "trainer.adam_eps": NotRead(
         GPU_TRAINER, "SkyRL's trainer builds AdamW with torch's eps (1e-8) and takes only the lr at each step"
     ),

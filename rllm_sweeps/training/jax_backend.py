@@ -94,14 +94,15 @@ def make_jax_backend(
     Adapter slot 0 is the base model, 1 the policy, 2 the KL reference (only
     with ``use_kl_loss`` and ``kl_beta > 0``).
 
-    Its policies train with optimizer.py's AdamW (in the job's process and in each of RayJaxBackend's
-    workers): SkyRL's, with float32 hyperparameters (bf16 checkpoints otherwise diverge at the first
-    step) and ``trainer.max_grad_norm``'s global-norm clip before AdamW, as SkyRL's trainer does
-    (``grad_norm`` reports the norm before clipping, as SkyRL's).
+    In the job's process its policies train with optimizer.py's AdamW: SkyRL's, in float32 (bf16
+    checkpoints otherwise diverge at the first step), with ``trainer.max_grad_norm``'s global-norm
+    clip before AdamW, as SkyRL's trainer does (``grad_norm`` reports the norm before clipping, as
+    SkyRL's). RayJaxBackend's workers build SkyRL's own (optimizer.py says why; config validation
+    refuses what that cannot do).
     """
     from skyrl.backends.jax import JaxBackendConfig
 
-    from rllm_sweeps.training.optimizer import policy_jax_backend, policy_ray_jax_backend
+    from rllm_sweeps.training.optimizer import policy_jax_backend
 
     if max_lora_adapters is None:
         max_lora_adapters = 3 if settings.needs_reference else 2
@@ -118,5 +119,8 @@ def make_jax_backend(
         sample_max_num_sequences=sample_max_num_sequences,
         **backend_config,
     )
-    backend_class = policy_ray_jax_backend if config.use_ray else policy_jax_backend
-    return backend_class(settings.max_grad_norm)(str(model_dir), config)
+    if config.use_ray:  # SkyRL's own AdamW in its workers (optimizer.py says why)
+        from skyrl.backends.ray_jax import RayJaxBackend
+
+        return RayJaxBackend(str(model_dir), config)
+    return policy_jax_backend(settings.max_grad_norm)(str(model_dir), config)

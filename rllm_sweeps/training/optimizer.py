@@ -18,9 +18,12 @@ step), with two changes made here, in one place.
    trainer does (``clip_grad_norm_``, then AdamW); None or <= 0: unclipped. ``grad_norm`` stays the
    norm before clipping, as SkyRL reports it.
 
-``install_adamw`` swaps the optimizer SkyRL's ``create_model`` made for this one in a
-``JaxBackendImpl``: in the job's process (``policy_jax_backend``) and in each of RayJaxBackend's
-worker processes (``policy_ray_jax_backend``, through Ray's ``__ray_call__``).
+``install_adamw`` swaps the optimizer SkyRL's ``create_model`` made for this one in the job's
+process's ``JaxBackend`` (``policy_jax_backend``). RayJaxBackend's worker processes keep SkyRL's own:
+swapping it there through Ray's ``__ray_call__`` deadlocked two-process jobs (JAX's multi-process
+arrays, 2 of 3 runs on 2026-12-06), so config validation refuses a bf16/fp16 model with
+``skyrl.jax.use_ray=true`` (config/rules.py) and ``trainer.max_grad_norm`` there
+(config/engine_settings.py).
 """
 
 from __future__ import annotations
@@ -95,32 +98,10 @@ def policy_jax_backend(max_grad_norm: float | None) -> type:
     return PolicyJaxBackend
 
 
-def _install_in_worker(worker: Any, model_id: str, max_grad_norm: float | None) -> None:
-    """Runs inside a RayJaxBackend worker actor (SkyRL's ``RayJaxBackendImpl``, whose ``backend`` is
-    the process's ``JaxBackendImpl``)."""
-    install_adamw(worker.backend, model_id, max_grad_norm)
-
-
-def policy_ray_jax_backend(max_grad_norm: float | None) -> type:
-    """SkyRL's ``RayJaxBackend`` whose worker processes train its policies with :func:`policy_adamw`:
-    after SkyRL's ``create_model`` ran on every worker, each worker swaps the optimizer (Ray's
-    ``__ray_call__``, a developer API: a function run on the actor's instance)."""
-    import ray
-    from skyrl.backends.ray_jax import RayJaxBackend
-
-    class PolicyRayJaxBackend(RayJaxBackend):
-        def create_model(self, model_id, lora_config, model_role: str = "policy") -> None:
-            super().create_model(model_id, lora_config, model_role)
-            ray.get([w.__ray_call__.remote(_install_in_worker, model_id, max_grad_norm) for w in self.workers])
-
-    return PolicyRayJaxBackend
-
-
 __all__ = [
     "clipped_adamw",
     "in_float32",
     "install_adamw",
     "policy_adamw",
     "policy_jax_backend",
-    "policy_ray_jax_backend",
 ]
