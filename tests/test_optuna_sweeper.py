@@ -13,6 +13,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.study import open_storage
 
 REPO = Path(__file__).resolve().parents[1]
@@ -132,7 +133,7 @@ def test_a_users_primary_config_chooses_optuna_and_brings_its_own_search_path(tm
     args = ["--config-dir", str(mine), "--config-name", "search", "task=other", "hydra.sweeper.dry_run=true"]
     proc = train(tmp_path, *args, f"hydra.sweep.dir={sweep_dir}", timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    plan = json.loads((sweep_dir / "plan.json").read_text())
+    plan = json.loads(SweepPaths(sweep_dir).dry_run_plan.read_text())
     assert plan["base_overrides"] == ["task=other"]
     assert (plan["spec"]["method"], plan["spec"]["budget"], plan["spec"]["seed"]) == ("optuna", 3, 7)
     assert plan["spec"]["optuna"]["sampler_options"] == {"n_startup_trials": 3}
@@ -144,4 +145,4 @@ def test_the_plugins_sampler_group_picks_the_sampler(tmp_path):
     args = ["hydra/sweeper=optuna", "hydra/sweeper/sampler=random", "hydra.sweeper.n_trials=2", "trainer.lr=1e-3,3e-3"]
     proc = train(tmp_path, *args, "hydra.sweeper.dry_run=true", f"hydra.sweep.dir={sweep_dir}", timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert json.loads((sweep_dir / "plan.json").read_text())["spec"]["optuna"]["sampler"] == "random"
+    assert json.loads(SweepPaths(sweep_dir).dry_run_plan.read_text())["spec"]["optuna"]["sampler"] == "random"

@@ -64,7 +64,11 @@ def ok(proc: subprocess.CompletedProcess) -> str:
 
 
 def plan_of(sweep_dir: Path) -> dict:
-    return json.loads((sweep_dir / "plan.json").read_text())
+    """The sweep's plan: a dry run's, kept beside the directory (it writes nothing in it), else plan.json."""
+    from rllm_sweeps.records.layout import SweepPaths
+
+    dry = SweepPaths(sweep_dir).dry_run_plan
+    return json.loads((dry if dry.is_file() else sweep_dir / "plan.json").read_text())
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -228,13 +227,9 @@ def write_plan(plan: Plan, sweep_dir: Path) -> None:
     would differ), so that a sweep's records change only where something changed."""
     path = SweepPaths(sweep_dir).plan
     if path.is_file():
-        handle, name = tempfile.mkstemp(suffix=".json")
-        os.close(handle)
-        try:
-            if _plan_content(path) == _plan_content(plan.write(name)):
+        with tempfile.TemporaryDirectory() as scratch:  # a comparison, not a record: the plan may be streamed
+            if _plan_content(path) == _plan_content(plan.write(Path(scratch))):
                 return
-        finally:
-            os.unlink(name)
     plan.write(sweep_dir)
 
 

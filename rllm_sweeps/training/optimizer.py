@@ -19,11 +19,10 @@ step), with two changes made here, in one place.
    norm before clipping, as SkyRL reports it.
 
 ``install_adamw`` swaps the optimizer SkyRL's ``create_model`` made for this one in the job's
-process's ``JaxBackend`` (``policy_jax_backend``). RayJaxBackend's worker processes keep SkyRL's own:
-swapping it there through Ray's ``__ray_call__`` deadlocked two-process jobs (JAX's multi-process
-arrays, 2 of 3 runs on 2026-12-06), so config validation refuses a bf16/fp16 model with
-``skyrl.jax.use_ray=true`` (config/rules.py) and ``trainer.max_grad_norm`` there
-(config/engine_settings.py).
+process's ``JaxBackend`` (``policy_jax_backend``). RayJaxBackend's worker processes keep SkyRL's own
+(a swap through Ray's ``__ray_call__`` is not proven yet: docs/JOBS.md, "bf16 checkpoints"), so
+config validation refuses a bf16/fp16 model with ``skyrl.jax.use_ray=true`` (config/rules.py) and
+``trainer.max_grad_norm`` there (config/engine_settings.py).
 """
 
 from __future__ import annotations
