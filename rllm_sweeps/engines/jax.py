@@ -89,14 +89,12 @@ class RayJaxEngine(JaxEngine):
 
         jax_settings["num_processes"] = jax_settings["num_processes"] or int(cfg.resources.nodes)
         jax_settings["ray_actor_options"] = jax_settings["ray_actor_options"] or {"num_cpus": 1}
-        if jax_cache is not None:
-            # The JAX processes (Ray actors) share compiled programs only with jobs of as many processes:
-            # a two-process job that loaded a one-process job's program of the same shapes hung in its
-            # first sample (seen 4 times on 2026-12-06; never with a cache of its own).
-            processes = jax_settings["num_processes"]
-            jax_settings["ray_actor_options"] = with_jax_cache_env(
-                jax_settings["ray_actor_options"], jax_cache / f"{processes}-processes"
-            )
+        if jax_cache is not None and jax_settings["num_processes"] == 1:
+            # One JAX process (a Ray actor) compiles into the machine's cache. Several do not use it: a
+            # two-process job whose processes found programs in a warm cache hung in its first sample
+            # (5 times on 2026-12-06; never with an empty one): JAX's processes must all compile or all
+            # load a program, and a shared cache does not guarantee it.
+            jax_settings["ray_actor_options"] = with_jax_cache_env(jax_settings["ray_actor_options"], jax_cache)
         # The mesh must cover every process's devices (SkyRL's weight loading fails on a mesh
         # smaller than the global device set): shard data-parallel across the processes.
         if all(jax_settings[k] == 1 for k in MESH):
