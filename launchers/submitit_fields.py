@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional  # noqa: UP035 (OmegaConf's structured configs)
 
+from rllm_sweeps.doc_table import between_markers
+
 SLURM_TARGET = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
 LOCAL_TARGET = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher"
 
@@ -276,9 +278,7 @@ MARK_END = "<!-- end of the submitit table -->"
 
 def with_table(doc: str, table: str) -> str:
     """`doc` with the text between the markers replaced by `table`."""
-    head, _, rest = doc.partition(MARK_BEGIN)
-    _, _, tail = rest.partition(MARK_END)
-    return f"{head}{MARK_BEGIN}\n{table}\n{MARK_END}{tail}"
+    return between_markers(doc, MARK_BEGIN, MARK_END, table + "\n")
 
 
 def _meaning(f: SubmititField) -> str:

@@ -22,6 +22,15 @@ from rllm_sweeps.records.result import JobResult
 REPO = Path(__file__).resolve().parents[1]
 
 
+def train_job(tmp_path: Path, *overrides: str) -> Path:
+    """A real job by train.py (4 samples a prompt, no checkpoints), which must succeed; its directory."""
+    job = tmp_path / "job"
+    args = [sys.executable, str(REPO / "train.py"), "rollout.n=4", "trainer.save_freq=-1", *overrides]
+    proc = subprocess.run([*args, f"hydra.run.dir={job}"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return job
+
+
 def bf16_lora_step(tx) -> dict:
     """One AdamW step of ``tx`` on a bf16 LoRA pair as SkyRL starts it (A random, B zero: A's
     gradient is exactly 0), through nnx's apply as SkyRL's optimizer does."""
@@ -65,26 +74,14 @@ def test_skyrls_own_adamw_writes_nan_into_a_bf16_adapter_at_its_first_step_and_o
 def test_the_tiny_model_saved_as_bf16_trains_three_steps_with_finite_loss_and_grad_norm_and_real_responses(tmp_path):
     model = resolve_model_path("builtin:tiny-qwen3-bf16", cache_dir())
     assert json.loads((model / "config.json").read_text())["dtype"] == "bfloat16"  # as published checkpoints
-    job = tmp_path / "job"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "train.py"),
-            "model.path=builtin:tiny-qwen3-bf16",
-            "trainer.total_batches=3",
-            "trainer.test_freq=0",
-            "trainer.save_freq=-1",
-            "data.train_batch_size=8",
-            "rollout.n=4",
-            "task.dataset.val_size=8",
-            f"hydra.run.dir={job}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=400,
+    job = train_job(
+        tmp_path,
+        "model.path=builtin:tiny-qwen3-bf16",
+        "trainer.total_batches=3",
+        "trainer.test_freq=0",
+        "data.train_batch_size=8",
+        "task.dataset.val_size=8",
     )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result = JobResult.read(job)
     assert result.status == "completed" and result.backend == "JaxBackend"  # SkyRL's class, under optimizer.py's
     steps = [r for r in read_metrics(job) if r["kind"] == "train"]
@@ -109,27 +106,15 @@ def test_smollm2_135m_instruct_is_built_from_its_packages_gguf_as_published_and_
     )
     assert prompt.startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
     assert prompt.endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
-    job = tmp_path / "job"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "train.py"),
-            "model.path=builtin:smollm2-135m-instruct",
-            "trainer.total_batches=2",
-            "trainer.val_before_train=false",
-            "trainer.save_freq=-1",
-            "data.train_batch_size=4",
-            "rollout.n=4",
-            "data.val_batch_size=4",
-            "task.dataset.val_size=4",
-            f"hydra.run.dir={job}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    job = train_job(
+        tmp_path,
+        "model.path=builtin:smollm2-135m-instruct",
+        "trainer.total_batches=2",
+        "trainer.val_before_train=false",
+        "data.train_batch_size=4",
+        "data.val_batch_size=4",
+        "task.dataset.val_size=4",
     )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     steps = [r for r in read_metrics(job) if r["kind"] == "train"]
     assert [r["step"] for r in steps] == [1, 2]
     assert all(math.isfinite(r["loss"]) and math.isfinite(r["grad_norm"]) for r in steps), steps

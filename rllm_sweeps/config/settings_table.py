@@ -18,6 +18,7 @@ from typing import Any
 
 from rllm_sweeps.config.engine_names import ENGINES
 from rllm_sweeps.config.setting_effect import Kind, loop_native_keys, setting_effect
+from rllm_sweeps.doc_table import between_markers
 from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
 
 ENGINE_OVERRIDES = {
@@ -139,9 +140,7 @@ def table() -> str:
 
 def with_table(doc: str, text: str) -> str:
     """`doc` with the text between the markers replaced by `text`."""
-    head, _, rest = doc.partition(MARK_BEGIN + "\n")
-    _, _, tail = rest.partition(MARK_END)
-    return head + MARK_BEGIN + "\n" + text + MARK_END + tail
+    return between_markers(doc, MARK_BEGIN, MARK_END, text)
 
 
 def main(argv: list[str]) -> int:

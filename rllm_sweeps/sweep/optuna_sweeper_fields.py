@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional  # noqa: UP035 (OmegaConf's structured configs)
 
+from rllm_sweeps.doc_table import between_markers
+
 # The plugin's class; where the plugin is not installed, hydra_plugins/hydra_optuna_sweeper/optuna_sweeper.py
 # makes it this project's sweeper (hydra_plugins/rllm_sweeps_sweeper/optuna.py).
 PLUGIN_TARGET = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
@@ -347,9 +349,7 @@ MARK_END = "<!-- end of the optuna sweeper table -->"
 
 def with_table(doc: str, table: str) -> str:
     """`doc` with the text between the markers replaced by `table`."""
-    head, _, rest = doc.partition(MARK_BEGIN)
-    _, _, tail = rest.partition(MARK_END)
-    return f"{head}{MARK_BEGIN}\n{table}\n{MARK_END}{tail}"
+    return between_markers(doc, MARK_BEGIN, MARK_END, table + "\n")
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
