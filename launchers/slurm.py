@@ -156,7 +156,9 @@ class SlurmLauncher(Launcher):
             proc = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired) as err:
             return f"the SLURM controller does not answer (scontrol ping: {err}); {local}"
-        answer = (proc.stdout.strip() or proc.stderr.strip() or "no answer").splitlines()[-1]
+        # "Slurmctld(primary) at HOST is DOWN" comes first, then a banner of asterisks.
+        said = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip(" *")]
+        answer = said[0].strip() if said else "no answer"
         if proc.returncode != 0 or "DOWN" in proc.stdout:
             return f"the SLURM controller does not answer (scontrol ping: {answer}); {local}"
         return None

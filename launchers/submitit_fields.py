@@ -265,7 +265,7 @@ def docs_table() -> str:
         "|---|---|---|---|",
     ]
     for f in FIELDS:
-        here = _meaning(f)
+        here = meaning(f)
         local = "(not a field)" if f.slurm_only else here
         lines.append(f"| `{f.name}` | `{f.default!r}` | {here} | {local} |")
     return "\n".join(lines)
@@ -281,7 +281,8 @@ def with_table(doc: str, table: str) -> str:
     return between_markers(doc, MARK_BEGIN, MARK_END, table + "\n")
 
 
-def _meaning(f: SubmititField) -> str:
+def meaning(f: SubmititField) -> str:
+    """What the field becomes here, in a phrase (the docs' table; `--cfg hydra`'s notes)."""
     if f.becomes is Becomes.RESOURCE:
         return f"every job's `resources.{f.target}`"
     also = f" ({f.why})" if f.why else ""
@@ -307,5 +308,7 @@ __all__ = [
     "Becomes",
     "SubmititField",
     "Translation",
+    "is_set",
+    "meaning",
     "translate",
 ]

@@ -76,8 +76,11 @@ def run_train_py(hydra_app: Callable[[], object]) -> None:
     def rank_0() -> None:
         # rLLM's and SkyRL's spellings, sweep files by path; notes (a key SkyRL renamed) go to stderr
         sys.argv[1:] = command_line(sys.argv[1:], notify=lambda note: print(note, file=sys.stderr))
-        preflight(sys.argv[1:])
-        hydra_app()
+        args = preflight(sys.argv[1:])
+        if args.cfg in ("hydra", "all"):
+            show_hydra_config(hydra_app, args)
+        else:
+            hydra_app()
 
     try:
         run_node(sys.argv[1:], rank_0)
@@ -85,8 +88,8 @@ def run_train_py(hydra_app: Callable[[], object]) -> None:
         fail(str(err))
 
 
-def preflight(argv: list[str]) -> None:
-    """Check the command line before Hydra runs; may print and exit."""
+def preflight(argv: list[str]) -> Any:
+    """Check the command line before Hydra runs; may print and exit. Hydra's parsed arguments."""
     from rllm_sweeps.config.load import check_override_keys, load_config
     from rllm_sweeps.config.planned import job_overrides, validated_by_sweeper
     from rllm_sweeps.config.private_api import command_line_parser
@@ -106,15 +109,18 @@ def preflight(argv: list[str]) -> None:
     )
     if sweep_file is not None and not args.multirun:
         fail(f"'{sweep_file}' selects a sweep, which runs with -m: python train.py -m {' '.join(args.overrides)}")
+    if args.multirun and args.cfg:  # Hydra's answer is a traceback
+        fail(
+            f"--cfg {args.cfg} shows one job's config, and -m runs a sweep: drop -m (one value per key) to see a "
+            "job's config, or add hydra.sweeper.dry_run=true to see every job of the sweep and its launcher"
+        )
     try:
         if args.multirun:
             check_launcher(args)  # before Hydra composes it: a launcher Hydra cannot find is refused here
             check_sweep_file(sweep_file)  # before Hydra composes it
             check_override_keys(args.overrides, where="command line")  # the sweeper checks each job
         elif args.cfg == "job":
-            cfg = load_config(args.overrides, where="command line")
-            # The resolved config: every interpolation shown as the value the job runs with.
-            print(OmegaConf.to_yaml(cfg, resolve=True), end="")
+            print(job_config_text(args.overrides), end="")
             raise SystemExit(0)
         else:
             global _validated
@@ -130,6 +136,47 @@ def preflight(argv: list[str]) -> None:
             _validated = tuple(job_overrides(args.overrides))
     except ConfigError as err:
         fail(str(err))
+    return args
+
+
+def job_config_text(overrides: list[str]) -> str:
+    """`--cfg job`: the resolved config (every interpolation shown as the value the job runs with);
+    where `hydra/launcher`'s fields set resources, as a sweep's jobs get them, each line's source noted."""
+    from launchers.choice import LauncherRefused
+    from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.config.spelling import canonical_overrides
+    from rllm_sweeps.sweep.launcher_origins import launcher_resources, with_resource_sources
+
+    cfg = load_config(overrides, where="command line")
+    canonical = canonical_overrides(overrides, notify=lambda _: None)
+    try:
+        shown = launcher_resources(canonical)
+    except LauncherRefused as err:
+        fail(str(err))
+    if shown.overrides:
+        cfg = load_config([*canonical, *shown.overrides], where="command line", notify=lambda _: None)
+    return with_resource_sources(OmegaConf.to_yaml(cfg, resolve=True), shown)
+
+
+def show_hydra_config(hydra_app: Callable[[], object], args: Any) -> None:
+    """`--cfg hydra`/`--cfg all`: Hydra's own printout, each hydra-submitit-launcher field set there
+    marked with what it becomes here (launchers/submitit_fields.py)."""
+    import contextlib
+    import io
+
+    from rllm_sweeps.config.compose import compose_config
+    from rllm_sweeps.config.spelling import canonical_overrides
+    from rllm_sweeps.sweep.launcher_origins import with_field_destinations
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        hydra_app()
+    if args.package not in (None, "hydra", "hydra.launcher", "_global_"):
+        print(printed.getvalue(), end="")
+        return
+    canonical = canonical_overrides(args.overrides, notify=lambda _: None)
+    launcher = compose_config(canonical, with_hydra=True).hydra.launcher
+    print(with_field_destinations(printed.getvalue(), launcher, args.package), end="")
 
 
 def check_launcher(args: Any) -> None:

@@ -6,6 +6,7 @@ asked dry-runs with the reason and is refused for real, exit code 2, no tracebac
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,69 @@ def test_cluster_local_with_the_local_cluster_down_dry_runs_with_make_slurm_up_a
     assert "skipped: " in dry.stdout and "make slurm-up" in dry.stdout
     line = refusal(train(tmp_path, "cluster=local", "trainer.lr=1e-3,3e-3", env=down))
     assert "cannot submit" in line and "make slurm-up" in line
+
+
+def show(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """train.py without -m (--cfg shows one job's config)."""
+    return subprocess.run(
+        [sys.executable, str(REPO / "train.py"), *args],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+SUBMITIT = ["hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu", "hydra.launcher.gpus_per_node=8"]
+
+
+def test_cfg_job_shows_the_resources_a_sweeps_jobs_get_from_submitit_fields_each_with_its_source(tmp_path):
+    proc = show(tmp_path, *SUBMITIT, "hydra.launcher.timeout_min=240", "resources.cpus_per_task=4", "--cfg", "job")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("# resources as each job of a sweep (-m) with hydra/launcher=submitit_slurm")
+    resources = proc.stdout.split("\nresources:\n", 1)[1].split("\n")
+    assert "  gpus_per_node: 8  # hydra.launcher.gpus_per_node" in resources
+    assert "  time_min: 240  # hydra.launcher.timeout_min" in resources
+    assert "  cpus_per_task: 4  # command line" in resources
+    assert "  mem_gb: 8" in resources  # the config's own value: nothing to say
+
+
+def test_cfg_hydra_marks_each_submitit_field_set_with_what_it_becomes(tmp_path):
+    proc = show(tmp_path, *SUBMITIT, "hydra.launcher.exclude=node3", "--cfg", "hydra")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert "    gpus_per_node: 8  # -> every job's resources.gpus_per_node" in lines
+    assert "    partition: gpu  # -> hydra/launcher=slurm's partition" in lines
+    assert "    exclude: node3  # -> sbatch --exclude" in lines
+    assert "    nodes: 1" in lines  # 1.2's default: not set, nothing to say
+    package = show(tmp_path, *SUBMITIT, "--cfg", "hydra", "--package", "hydra.launcher")
+    assert "gpus_per_node: 8  # -> every job's resources.gpus_per_node" in package.stdout.splitlines()
+
+
+def test_cfg_with_m_and_a_submitit_field_against_the_command_line_are_refused_in_one_line(tmp_path):
+    line = refusal(show(tmp_path, "-m", *SUBMITIT, "trainer.lr=1e-3,3e-3", "--cfg", "job"))
+    assert line.startswith("error: --cfg job shows one job's config, and -m runs a sweep") and "dry_run=true" in line
+    line = refusal(show(tmp_path, *SUBMITIT, "hydra.launcher.timeout_min=240", "resources.time_min=20", "--cfg", "job"))
+    assert "hydra.launcher.timeout_min=240 and resources.time_min=20 set different values" in line
+
+
+@pytest.mark.skipif(shutil.which("scontrol") is None, reason="needs the SLURM client (make slurm-deps)")
+def test_a_slurm_dry_run_whose_controller_is_down_shows_the_plan_and_a_run_is_refused_with_the_reason(tmp_path):
+    """SLURM_CONF names a real configuration whose slurmctld is not running (a cluster that is down,
+    a login node whose controller is unreachable): `scontrol ping` answers DOWN at once."""
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(
+        "ClusterName=down\nSlurmctldHost=localhost\nSlurmctldPort=1\nAuthType=auth/munge\n"
+        "NodeName=localhost CPUs=1 State=UNKNOWN\nPartitionName=debug Nodes=localhost Default=YES\n"
+    )
+    down = {"SLURM_CONF": str(conf)}
+    args = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "trainer.lr=1e-3,3e-3"]
+    dry = train(tmp_path, *args, DRY, env=down)
+    assert dry.returncode == 0 and "Traceback" not in dry.stderr, dry.stdout[-3000:] + dry.stderr[-3000:]
+    assert "Launcher: hydra/launcher=slurm -> SLURM partition debug" in dry.stdout
+    (skipped,) = [line for line in dry.stdout.splitlines() if "check of these jobs was skipped" in line]
+    assert "the SLURM controller does not answer" in skipped and "DOWN" in skipped
+    line = refusal(train(tmp_path, *args, env=down))
+    assert line.startswith("error: cannot submit, nothing was submitted: the SLURM controller does not answer")
+    assert not (tmp_path / "sweep" / "jobs").exists()

@@ -13,9 +13,12 @@ from rllm_sweeps.config.private_api import start_hydra
 from rllm_sweeps.config.source import CONF_DIR, CONFIG_NAME, ConfigSource, current_source
 
 
-def compose_config(overrides: list[str] | tuple[str, ...] = (), source: ConfigSource | None = None) -> DictConfig:
+def compose_config(
+    overrides: list[str] | tuple[str, ...] = (), source: ConfigSource | None = None, with_hydra: bool = False
+) -> DictConfig:
     """The composed (not yet reconciled or validated) config for these overrides, with `source`'s
-    search path (default: this process's, config/source.py).
+    search path (default: this process's, config/source.py); with_hydra: and Hydra's own node
+    (`hydra.launcher`, `hydra.runtime.choices`), as the app composes it.
 
     Works inside a running Hydra app too (the sweeper plans from within `train.py -m`):
     the app's Hydra instance is set aside for the composition and put back after.
@@ -28,7 +31,7 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), source: ConfigSo
     global_hydra.clear()
     try:
         start_hydra(source)
-        return compose(source.config_name, overrides=source.with_searchpath(overrides))
+        return compose(source.config_name, overrides=source.with_searchpath(overrides), return_hydra_config=with_hydra)
     finally:
         GlobalHydra.instance().clear()
         if app_hydra is not None:

@@ -10,6 +10,7 @@ chooses), and what its fields ask of the sweep: resources every job gets, jobs i
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 
 from omegaconf import DictConfig
 
@@ -35,18 +36,29 @@ def launcher_choice(hydra_cfg: DictConfig) -> LauncherChoice:
 def with_launcher_resources(request: SweepRequest, choice: LauncherChoice) -> SweepRequest:
     """Every job's overrides with the resources the launcher's fields set (as if typed on the
     command line); a resource also set there, or swept, to another value is refused naming both."""
+    added = launcher_resource_overrides(choice, request.base_overrides, request.spec.keys)
+    return dataclasses.replace(request, base_overrides=(*request.base_overrides, *added))
+
+
+def launcher_resource_overrides(
+    choice: LauncherChoice, overrides: Iterable[str], swept: Iterable[str] = ()
+) -> list[str]:
+    """`resources.KEY=VALUE` for each resource the launcher's fields set that the command line does
+    not (`hydra.launcher.timeout_min=240` -> `resources.time_min=240`); the same resource swept, or
+    given another value, is refused naming both."""
+    overrides, swept = list(overrides), set(swept)
     added = []
     for key, value in choice.resources.items():
         resource = f"resources.{key}"
         both = f"hydra.launcher.{RESOURCE_FIELD[key]}={format_value(value)} and {resource}"
-        if resource in request.spec.keys:
+        if resource in swept:
             raise LauncherRefused(f"{both} (swept) both set every job's {key}: keep one")
-        given = [v for o in request.base_overrides if (v := set_value(o, resource)) is not None]
+        given = [v for o in overrides if (v := set_value(o, resource)) is not None]
         if given and parse_value(given[-1]) != value:
             raise LauncherRefused(f"{both}={given[-1]} set different values: keep one")
         if not given:
             added.append(f"{resource}={format_value(value)}")
-    return dataclasses.replace(request, base_overrides=(*request.base_overrides, *added))
+    return added
 
 
 def launcher_parallel(settings: SweeperSettings, choice: LauncherChoice) -> int | None:
