@@ -41,6 +41,8 @@ class ConsoleProgress:
                 f"±{metrics['reward_std']:.3f}  loss {metrics['loss']:+.4f}  lr {metrics['lr']:.2e}"
                 f"  {metrics['time_step_s']:.2f}s/step  ETA {clock(eta)}"
             )
+            if "skipped" in metrics:
+                line += f"  skipped: {metrics['skipped']}"
         print(line, file=self.stream, flush=True)
 
     def close(self) -> None:

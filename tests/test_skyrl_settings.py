@@ -130,6 +130,62 @@ def test_overlong_filtering_masks_the_responses_cut_at_the_length_limit(make_tra
     p, m = plain, make_trainer("rllm.mask_truncated_samples=true").train_step()
     assert p["frac_stopped"] == 0.0  # every response was cut at data.max_response_length
     assert m["overlong_filtered"] == 16 and m["tokens_trained"] == 0 < p["tokens_trained"]
+    # Nothing left to train on: the step says so and why (not a silent no-op).
+    assert m["skipped"].startswith("every reply's loss is masked (16 cut at data.max_response_length=8")
+
+
+GREEDY = "skyrl.train.generator.sampling_params.top_k=1"  # every prompt's responses alike: no reward signal
+
+
+@pytest.mark.slow
+def test_dynamic_sampling_filter_with_no_signal_in_any_batch_skips_the_step_after_its_sample_batches(make_trainer):
+    """SkyRL 0.4.0's filter fails on a batch that keeps no prompt ("indices must be non-empty"); a
+    batch like that counts toward max_sample_batches, and when none had a signal the step is skipped."""
+    dapo = make_trainer(
+        GREEDY, ALGORITHM + "dynamic_sampling.type=filter", ALGORITHM + "dynamic_sampling.max_sample_batches=2"
+    )
+    m = dapo.train_step()
+    assert (m["dynamic_sampling_batches"], m["dynamic_sampling_kept_groups"]) == (2, 0)
+    assert m["dynamic_sampling_dropped_groups"] == 8 and m["tokens_trained"] == 0
+    assert m["skipped"].startswith(
+        "no prompt with a reward signal (responses of differing rewards) in 2 sample batches"
+    )
+    assert dapo.state.step == 1 and dapo.state.extra_batches == 1
+    assert dapo.train_step()["step"] == 2  # and the run goes on
+
+
+@pytest.mark.slow
+def test_dynamic_sampling_filter_at_its_limit_trains_on_the_prompts_it_kept(make_trainer, plain):
+    kept_some = make_trainer(
+        ALGORITHM + "dynamic_sampling.type=filter", ALGORITHM + "dynamic_sampling.max_sample_batches=1"
+    )
+    kept = record_samples(kept_some)
+    m = kept_some.train_step()
+    with_signal = 4 - round(plain["frac_groups_all_equal"] * 4)  # the first batch, as the plain run drew it
+    assert 0 < with_signal < 4 and m["dynamic_sampling_batches"] == 1
+    assert m["dynamic_sampling_kept_groups"] == with_signal == len(kept[0].groups)
+    assert all(len({t.reward for t in g}) > 1 for g in kept[0].groups.values())
+    assert m["tokens_trained"] > 0 and "skipped" not in m
+
+
+@pytest.mark.slow
+def test_dynamic_sampling_replace_with_no_signal_at_its_limit_skips_the_step(make_trainer):
+    polaris = make_trainer(
+        GREEDY, ALGORITHM + "dynamic_sampling.type=replace", ALGORITHM + "dynamic_sampling.max_sample_batches=2"
+    )
+    m = polaris.train_step()
+    assert m["dynamic_sampling_batches"] == 2 and m["tokens_trained"] == 0
+    assert m["skipped"].startswith("no prompt with a reward signal")
+
+
+@pytest.mark.slow
+def test_a_zero_variance_filter_that_masks_every_group_skips_the_step_saying_why(make_trainer):
+    m = make_trainer(GREEDY, ALGORITHM + "zero_variance_filter=true").train_step()
+    assert m["num_zero_variance_filtered"] == 4 and m["tokens_trained"] == 0
+    assert m["skipped"] == (
+        "every reply's loss is masked (4 groups without a reward signal by trainer.algorithm.zero_variance_filter): "
+        "nothing to train on"
+    )
 
 
 @pytest.mark.slow

@@ -233,7 +233,7 @@ class RLTrainer:
             norm_adv_by_std_in_grpo=s.norm_adv_by_std_in_grpo,
             penalties=reward_kl.penalties if reward_kl is not None else None,
         )
-        if not scored:
+        if not scored and sampled.skipped is None:
             raise RuntimeError(f"step {step + 1}: no episode produced a trajectory to train on")
         if s.advantage_batch_normalize:
             scored = batch_normalized(scored)
@@ -243,6 +243,11 @@ class RLTrainer:
         lr = s.lr_at(step, self.total_steps)
         #    A non-finite number ends the run where it first appears (divergence.py).
         trained = [t for t in scored if id(t.trajectory) not in shaping.masked]
+        #    Nothing to train on (dynamic sampling found no signal, shaping masked every reply): the
+        #    step is skipped, saying why, not an error and not a silent no-op.
+        skipped = sampled.skipped or (shaping.why_all_masked(s) if scored and not trained else None)
+        if skipped is not None:
+            log.warning("step %d skipped: %s", step + 1, skipped)
         passes = [
             mb
             for _ in range(s.update_epochs_per_batch)
@@ -269,6 +274,7 @@ class RLTrainer:
             shaping=shaping,
             sampled=sampled if s.dynamic_sampling_type else None,
             reward_kl=reward_kl,
+            skipped=skipped,
         )
         metrics = train_metrics(outcome, s, per_episode=self.workflow.reports_episode_metrics())
         if self.hooks.on_step_end is not None:

@@ -93,6 +93,7 @@ class StepOutcome:
     shaping: Shaping | None = None
     sampled: SampledBatch | None = None  # with dynamic sampling
     reward_kl: RewardKL | None = None  # with the KL in the reward
+    skipped: str | None = None  # why the step trained on nothing
 
 
 def train_metrics(o: StepOutcome, settings: LoopSettings, *, per_episode: bool) -> dict[str, Any]:
@@ -113,11 +114,11 @@ def train_metrics(o: StepOutcome, settings: LoopSettings, *, per_episode: bool) 
         "step": o.step,
         "epoch": o.epoch,
         "lr": o.lr,
-        "reward_mean": float(rewards.mean()),
-        "reward_std": float(rewards.std()),
-        "reward_max": float(rewards.max()),
-        "frac_groups_all_equal": float(np.mean([_all_equal(g) for g in o.groups.values()])),
-        "advantage_abs_mean": float(np.abs(adv).mean()),
+        "reward_mean": _mean_or_nan(rewards),
+        "reward_std": float(rewards.std()) if len(rewards) else math.nan,
+        "reward_max": float(rewards.max()) if len(rewards) else math.nan,
+        "frac_groups_all_equal": _mean_or_nan([_all_equal(g) for g in o.groups.values()]),
+        "advantage_abs_mean": _mean_or_nan(np.abs(adv)),
         "loss": _mean_or_nan([u.loss for u in o.updates]),
         "grad_norm": _mean_or_nan([u.grad_norm for u in o.updates if u.grad_norm is not None]),
         "is_ratio_mean": _mean_or_nan([u.is_ratio_mean for u in o.updates]),
@@ -152,6 +153,8 @@ def train_metrics(o: StepOutcome, settings: LoopSettings, *, per_episode: bool) 
             metrics["overlong_penalized"] = o.shaping.overlong_penalized
         if s.zero_variance_filter:
             metrics["num_zero_variance_filtered"] = o.shaping.zero_variance_filtered
+    if o.skipped is not None:
+        metrics["skipped"] = o.skipped  # a step that trained on nothing, and why
     if o.reward_kl is not None:
         metrics.update(avg_kl=o.reward_kl.avg_kl, avg_kl_max=o.reward_kl.avg_kl_max, kl_loss_coef=o.reward_kl.coef)
     return metrics
@@ -202,8 +205,8 @@ def ratio_stats(out: Any, datums: Sequence[Datum], low: float, high: float) -> t
     return float(ratio.mean()), float(np.mean((ratio < low) | (ratio > high))), float(np.abs(diff).mean())
 
 
-def _mean_or_nan(xs: Sequence[float]) -> float:
-    return float(np.mean(xs)) if xs else math.nan
+def _mean_or_nan(xs: Sequence[float] | np.ndarray) -> float:
+    return float(np.mean(xs)) if len(xs) else math.nan
 
 
 def _all_equal(group: Sequence[Trajectory]) -> bool:

@@ -37,6 +37,21 @@ class Shaping:
     overlong_penalized: int  # trajectories whose reward the overlong buffer lowered
     zero_variance_filtered: int  # groups masked for having no reward signal
 
+    def why_all_masked(self, settings: LoopSettings) -> str:
+        """Why a step whose every trajectory shaping masked has nothing to train on."""
+        causes = []
+        if self.overlong_filtered:
+            causes.append(
+                f"{self.overlong_filtered} cut at data.max_response_length={settings.max_response_length} by "
+                "overlong filtering (rllm.mask_truncated_samples / generator.apply_overlong_filtering)"
+            )
+        if self.zero_variance_filtered:
+            causes.append(
+                f"{self.zero_variance_filtered} groups without a reward signal by "
+                "trainer.algorithm.zero_variance_filter"
+            )
+        return "every reply's loss is masked (" + "; ".join(causes) + "): nothing to train on"
+
 
 def overlong_penalty(response_tokens: int, max_response_length: int, buffer_len: int, factor: float) -> float:
     """DAPO's soft overlong punishment of one response (<= 0)."""
