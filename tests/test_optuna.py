@@ -139,7 +139,7 @@ def test_a_metric_the_training_never_reports_is_refused_before_any_trial_runs(tm
     [
         ("sweep.optuna.sampler=tpee", "unknown sampler 'tpee'; did you mean 'tpe'?"),
         ("sweep.optuna.pruner=hyperbnd", "unknown pruner 'hyperbnd'; did you mean 'hyperband'?"),
-        ("trainer.lr=tag(log,interval(0,1e-2))", "log_uniform needs min > 0, got min=0"),
+        ("trainer.lr=tag(log,interval(0,1e-2))", "log_uniform_values needs min > 0, got min=0"),
         ("sweep.parallel=0", "parallel is an integer >= 1, got 0"),
         ("hydra.sweeper.parallel=0", "parallel=0 is invalid"),
     ],

@@ -4,11 +4,13 @@ A W&B sweep file is a sweep file here (method, metric, parameters, run_cap are t
 settings). What W&B has besides is translated where a setting here means the same, with a note:
 
 - ``method: bayes`` -> ``method: optuna`` with the TPE sampler (Optuna's Bayesian optimiser);
-- ``early_terminate: {type: hyperband, min_iter | max_iter, eta, s}`` -> Optuna's Hyperband pruner
-  (``min_resource``, ``max_resource``, ``reduction_factor``; W&B's ``s`` brackets give
-  ``min_iter = max_iter / eta**s`` when only ``max_iter`` is given). Pruning runs through Optuna,
+- ``early_terminate: {type: hyperband, min_iter | max_iter + s, eta}`` -> Optuna's
+  SuccessiveHalvingPruner: W&B's hyperband stopping has one set of brackets (min_iter x eta^k, or
+  max_iter / eta^s ... max_iter / eta) and stops a run below the top 1/eta of the values at a
+  bracket, which is successive halving (``min_resource`` = the first bracket, ``reduction_factor``
+  = eta); Optuna's HyperbandPruner would split the runs among several such sets. Pruning runs through Optuna,
   so a grid or random sweep with early termination runs as ``method: optuna`` with the grid or
-  random sampler;
+  random sampler: a grid runs every point once (its budget is its size), a random one needs run_cap;
 - ``program``, ``command``, ``project``, ``entity``: how W&B's agent launches runs; here train.py
   runs every job and ``trainer.project_name`` names the tracker project: ignored, with one note.
 
@@ -68,16 +70,8 @@ def _early_terminate(
     if unknown:
         problem(where, f"unknown field(s) {', '.join(unknown)}; W&B's hyperband takes min_iter, max_iter, eta, s")
         return
-    eta = early.get("eta", 3)  # W&B's default
-    options: dict[str, Any] = {"reduction_factor": eta}
-    if "min_iter" in early:
-        options["min_resource"] = early["min_iter"]
-    if "max_iter" in early:
-        options["max_resource"] = early["max_iter"]
-        if "min_iter" not in early and isinstance(early.get("s"), int) and isinstance(eta, int) and eta > 1:
-            options["min_resource"] = max(1, early["max_iter"] // eta ** early["s"])
-    if "min_resource" not in options and "max_resource" not in options:
-        problem(where, "hyperband needs min_iter or max_iter (validation rounds, as W&B counts iterations)")
+    options = _brackets(early, where, problem)
+    if options is None:
         return
     method = out.get("method", "grid")
     optuna = dict(out.get("optuna") or {})
@@ -85,22 +79,54 @@ def _early_terminate(
         problem(where, f"early_terminate and optuna.pruner={optuna['pruner']} both choose the pruner: keep one")
         return
     if method in ("grid", "random"):
-        if out.get("budget") is None and out.get("run_cap") is None:
+        if method == "random" and out.get("budget") is None and out.get("run_cap") is None:
             problem(
                 where,
-                f"pruning runs through Optuna, which runs a set number of jobs: add run_cap (for method "
-                f"{method}, the number of jobs; a grid's size runs it whole)",
+                "pruning runs through Optuna, which runs a set number of jobs: add run_cap (for method "
+                "random, the number of jobs)",
             )
             return
         optuna.setdefault("sampler", method)
+        # A grid's size is known: its Optuna run asks every point once (parse_file sets the budget).
         note(f"{where}: pruning runs through Optuna: method {method} runs as method optuna with the {method} sampler")
         out["method"] = "optuna"
-    optuna["pruner"] = "hyperband"
+    optuna["pruner"] = "asha"
     optuna["pruner_options"] = {**options, **dict(optuna.get("pruner_options") or {})}
     out["optuna"] = optuna
-    dropped = [k for k in ("s", "strict") if k in early]
-    detail = f"; {', '.join(dropped)} ignored (Optuna derives the brackets from the resources)" if dropped else ""
-    note(f"{where}: Optuna's Hyperband pruner with {options}{detail}")
+    ignored = [k for k in ("strict",) if k in early]
+    detail = f"; {', '.join(ignored)} ignored (no Optuna counterpart)" if ignored else ""
+    note(
+        f"{where}: W&B's hyperband stopping (a run below the top 1/eta at a bracket stops; brackets "
+        f"min_iter x eta^k) is Optuna's SuccessiveHalvingPruner with {options}{detail}"
+    )
+
+
+def _brackets(early: Mapping[str, Any], where: str, problem: Callable[[str, str], None]) -> dict[str, Any] | None:
+    """SuccessiveHalvingPruner's options of W&B's brackets: min_iter, min_iter x eta, ... or, with
+    max_iter and s, max_iter / eta**s, ..., max_iter / eta (W&B's sweeps, hyperband_stopping.py)."""
+    eta = early.get("eta", 3)  # W&B's default
+    bad = [
+        f"{k}={early[k]!r}"
+        for k, low in (("eta", 2), ("min_iter", 1), ("max_iter", 1), ("s", 1))
+        if k in early and not (isinstance(early[k], int) and not isinstance(early[k], bool) and early[k] >= low)
+    ]
+    if bad:
+        problem(where, f"{', '.join(bad)}: hyperband's min_iter, max_iter and s are integers >= 1, eta >= 2")
+        return None
+    if "min_iter" in early:
+        first = early["min_iter"]
+    elif "max_iter" in early:
+        if "s" not in early:
+            problem(where, "hyperband with max_iter needs s, the number of brackets (as in W&B): e.g. s: 2")
+            return None
+        first = early["max_iter"] // eta ** early["s"]
+        if first < 1:
+            problem(where, f"max_iter / eta**s = {early['max_iter']} / {eta}**{early['s']} < 1: lower s or eta")
+            return None
+    else:
+        problem(where, "hyperband needs min_iter, or max_iter and s (validation rounds, as W&B counts iterations)")
+        return None
+    return {"min_resource": first, "reduction_factor": eta, "min_early_stopping_rate": 0}
 
 
 __all__ = ["LAUNCH_FIELDS", "translate_wandb_fields"]
