@@ -36,9 +36,9 @@ def test_a_log_distributed_parameter_gets_a_log_axis_even_within_a_decade(tmp_pa
 
 
 def test_few_swept_values_are_the_ticks_themselves(tmp_path):
-    ax = metric_vs_param_figure(build_report(lr_sweep(tmp_path, "log_uniform_values")), "val_reward_mean", "trainer.lr").axes[
-        0
-    ]
+    ax = metric_vs_param_figure(
+        build_report(lr_sweep(tmp_path, "log_uniform_values")), "val_reward_mean", "trainer.lr"
+    ).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1e-4", "1.5e-4", "2.2e-4", "3.2e-4"]
 
 

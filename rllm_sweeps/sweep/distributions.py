@@ -157,7 +157,10 @@ class Distribution:
         if self.quantized and self.log:
             return f"Optuna `FloatDistribution({rng}, log=True)`; the job gets round(X / q) x q"
         if self.quantized:
-            return "Optuna's stepped distribution over the multiples of q in [min, max] (`IntDistribution` when q is an integer)"
+            return (
+                "Optuna's stepped distribution over the multiples of q in [min, max] "
+                "(`IntDistribution` when q is an integer)"
+            )
         return f"Optuna `FloatDistribution({rng}{', log=True' if self.log else ''})`"
 
 
@@ -182,7 +185,7 @@ def _is_int(value: Any) -> bool:
 def _multiple(x: float, q: float | int) -> float:
     """round(x / q) * q, and x itself when it is one (no float noise: 0.1 stays 0.1)."""
     k = round(x / q)
-    return x if math.isclose(x / q, k, rel_tol=1e-9, abs_tol=1e-12) else k * q
+    return x if math.isclose(x / q, k, rel_tol=1e-9, abs_tol=1e-12) else float(f"{k * q:.12g}")
 
 
 def _num(x: float | int, log: bool = False) -> str:
@@ -246,8 +249,10 @@ CHOICE_DISTRIBUTIONS = {"categorical": "a choice among values", "constant": "the
 
 def doc_rows() -> list[tuple[str, str, str]]:
     """docs/SWEEPS.md's table: (W&B field, W&B's meaning, what it becomes here)."""
-    rows = [(f"`{d.name}`", d.wandb or "(this project's) integers, log-uniform over [min, max]", d.becomes())
-            for d in DISTRIBUTIONS.values()]
+    rows = [
+        (f"`{d.name}`", d.wandb or "(this project's) integers, log-uniform over [min, max]", d.becomes())
+        for d in DISTRIBUTIONS.values()
+    ]
     rows += [
         ("`categorical`", "one of `values`", "the values: a categorical choice (`CategoricalDistribution`)"),
         ("`constant`", "`value`, always", "a fixed parameter: every job gets it"),

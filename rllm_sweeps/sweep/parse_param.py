@@ -139,7 +139,9 @@ class ParamParser:
         drawn = DISTRIBUTIONS.get(str(dist))
         if drawn is None:
             known = (*DISTRIBUTIONS, *_CHOICE_KINDS)
-            self.problem(where, f"unknown distribution {dist!r}{did_you_mean(str(dist), known)} (known: {', '.join(known)})")
+            self.problem(
+                where, f"unknown distribution {dist!r}{did_you_mean(str(dist), known)} (known: {', '.join(known)})"
+            )
             return []
         if "q" in entry and "step" in entry:
             self.problem(where, "q and step are the same thing: give one")
@@ -149,7 +151,9 @@ class ParamParser:
         low, high = entry.get("min"), entry.get("max")
         if not self.check_bounds(where, drawn.name, low, high, step, drawn):
             return []
-        return [Param(kind="distribution", distribution=drawn.name, low=low, high=high, step=step, log=drawn.log, **common)]
+        return [
+            Param(kind="distribution", distribution=drawn.name, low=low, high=high, step=step, log=drawn.log, **common)
+        ]
 
     def normal(
         self, drawn: Distribution, entry: Mapping[str, Any], step: Any, where: str, common: dict[str, Any]
@@ -277,7 +281,15 @@ class ParamParser:
             if unknown:
                 self.problem(where, f"unknown tag(s) {sorted(unknown)}: use tag(log, ...) and/or tag(int, ...)")
             # Hydra's (and hydra-optuna-sweeper's) tag(log, ...) takes the values themselves
-            name = "int_log_uniform" if is_int and log else "int_uniform" if is_int else "log_uniform_values" if log else "uniform"
+            name = (
+                "int_log_uniform"
+                if is_int and log
+                else "int_uniform"
+                if is_int
+                else "log_uniform_values"
+                if log
+                else "uniform"
+            )
             low, high = sweep.start, sweep.end
             if is_int:
                 if not (float(low).is_integer() and float(high).is_integer()):

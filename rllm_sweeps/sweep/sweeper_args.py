@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from rllm_sweeps.override_text import override_key
-from rllm_sweeps.problems import ConfigError, ConfigIssue
+from rllm_sweeps.problems import ConfigError, ConfigIssue, did_you_mean
 from rllm_sweeps.sweeper_settings import SweeperSettings
 
 SWEEPER = "hydra.sweeper."
@@ -50,16 +50,26 @@ def split_sweeper_args(arguments: Iterable[str]) -> SweeperArgs:
         else:
             overrides.append(arg)
     schema = OmegaConf.structured(SweeperSettings)
+    known = [k for k in schema if k != "_target_"]
+    for key in given:
+        head = key[len(SWEEPER) :].split(".", 1)[0] if key.startswith(SWEEPER) else None
+        if head is not None and head not in known:
+            hint = did_you_mean(head, known) or f" (sweeper settings: {', '.join(known)})"
+            raise ConfigError([ConfigIssue(key, f"{key}: not a sweeper setting{hint}")])
     try:
         merged = OmegaConf.merge(schema, OmegaConf.from_dotlist(dotlist))
     except OmegaConfBaseException as err:
-        known = ", ".join(f"{SWEEPER}{k}" for k in schema if k != "_target_")
         what = str(err).splitlines()[0]
-        raise ConfigError([ConfigIssue("hydra.sweeper", f"{what} (sweeper settings: {known})")]) from None
+        shown = " ".join(f"{k}={v}" for k, v in given.items() if k.startswith(SWEEPER))
+        raise ConfigError([ConfigIssue("hydra.sweeper", f"{shown}: {what}")]) from None
     settings: SweeperSettings = OmegaConf.to_object(merged)  # type: ignore[assignment]
     if settings.parallel is not None and settings.parallel < 1:
         raise ConfigError(
-            [ConfigIssue("hydra.sweeper.parallel", f"hydra.sweeper.parallel={settings.parallel}: expected an integer >= 1")]
+            [
+                ConfigIssue(
+                    "hydra.sweeper.parallel", f"hydra.sweeper.parallel={settings.parallel}: expected an integer >= 1"
+                )
+            ]
         )
     return SweeperArgs(overrides, settings, given, given.get("hydra.sweep.dir"))
 
