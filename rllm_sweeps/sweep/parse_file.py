@@ -220,7 +220,9 @@ class SpecParser:
                     )
         elif budget is None:
             if not _grid_sampler(method, raw, optuna_parts):
-                self.problem(f"{source}: budget", f"method {method} needs a budget (the number of jobs to run)")
+                self.problem(
+                    f"{source}: budget", f"method {method} needs a budget (the number of jobs to run; W&B: run_cap)"
+                )
         elif budget % n_seeds:
             lower, upper = budget // n_seeds * n_seeds, (budget // n_seeds + 1) * n_seeds
             self.problem(

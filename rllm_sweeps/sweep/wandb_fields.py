@@ -79,15 +79,9 @@ def _early_terminate(
         problem(where, f"early_terminate and optuna.pruner={optuna['pruner']} both choose the pruner: keep one")
         return
     if method in ("grid", "random"):
-        if method == "random" and out.get("budget") is None and out.get("run_cap") is None:
-            problem(
-                where,
-                "pruning runs through Optuna, which runs a set number of jobs: add run_cap (for method "
-                "random, the number of jobs)",
-            )
-            return
         optuna.setdefault("sampler", method)
-        # A grid's size is known: its Optuna run asks every point once (parse_file sets the budget).
+        # A grid's size is known: its Optuna run asks every point once (parse_file sets the budget); a
+        # random one needs run_cap as any sampling sweep (parse_file says so).
         note(f"{where}: pruning runs through Optuna: method {method} runs as method optuna with the {method} sampler")
         out["method"] = "optuna"
     optuna["pruner"] = "asha"
