@@ -246,3 +246,12 @@ def test_plan_shows_the_sweepers_parallel_and_directory_as_settings_not_job_over
     assert "  trainer.lr: 2 values [" in out  # each swept parameter's values
     assert cli(["plan", "trainer.lr=1e-3,3e-3", "hydra.sweeper.paralel=2"]) == 2
     assert "hydra.sweeper.paralel: not a sweeper setting; did you mean 'parallel'" in capsys.readouterr().err
+
+
+def test_sweeps_md_holds_the_generated_wandb_table():
+    from rllm_sweeps.sweep.wandb_fields import DOC, docs_table, with_table
+
+    text = DOC.read_text()
+    assert with_table(text, docs_table()) == text, "run: python -m rllm_sweeps.sweep.wandb_fields --write"
+    for name in ("log_uniform", "log_uniform_values", "q_log_normal", "inv_log_uniform_values", "early_terminate"):
+        assert f"`{name}" in text or f"distribution: {name}`" in text

@@ -118,6 +118,18 @@ class Param:
         return out
 
 
+def grid_size(parameters: Sequence[Param], zips: Sequence[Sequence[str]]) -> int:
+    """Points of the grid the parameters span (before constraints): a zip group is one dimension of
+    its rows, a fixed parameter none, a distribution one of no rows (no grid)."""
+    zipped = {key: group[0] for group in zips for key in group}
+    size = 1
+    for p in parameters:
+        if p.kind == "value" or zipped.get(p.key, p.key) != p.key:  # a zip group counts at its first key
+            continue
+        size *= len(p.choices) if p.kind == "values" else 0
+    return size
+
+
 def categorical_choices(choices: Sequence[Choice]) -> tuple[Any, ...]:
     """Optuna's categorical choices: the values when they are all plain scalars, else their texts."""
     values = [c.value for c in choices]

@@ -30,7 +30,7 @@ from rllm_sweeps.sweep.confirm_settings import parse_confirm_settings
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
 from rllm_sweeps.sweep.node import node_fields
 from rllm_sweeps.sweep.optuna_settings import canonical, parse_optuna_settings
-from rllm_sweeps.sweep.param import Param
+from rllm_sweeps.sweep.param import Param, grid_size
 from rllm_sweeps.sweep.parse_param import ParamParser, is_integer
 from rllm_sweeps.sweep.pbt_settings import parse_pbt_settings
 from rllm_sweeps.sweep.wandb_fields import translate_wandb_fields
@@ -238,9 +238,7 @@ class SpecParser:
             )
             if optuna.sampler == "grid":
                 if budget is None:  # Optuna's grid sampler asks every point once: the grid's size
-                    from rllm_sweeps.sweep.space import SearchSpace
-
-                    budget = SearchSpace(make(parameters=tuple(params.values()), zip=zips)).grid_size * n_seeds
+                    budget = grid_size(tuple(params.values()), zips) * n_seeds
                 for p in params.values():
                     if p.kind == "distribution":
                         self.problem(

@@ -15,12 +15,20 @@ settings). What W&B has besides is translated where a setting here means the sam
   runs every job and ``trainer.project_name`` names the tracker project: ignored, with one note.
 
 What has no meaning here is refused with what to write instead (W&B's ``metric.target``).
+`docs_table()` is docs/SWEEPS.md's "W&B field -> what it becomes" table: these fields (`FIELD_ROWS`)
+and every distribution name (sweep/distributions.py); ``python -m rllm_sweeps.sweep.wandb_fields
+--write`` writes it between its markers.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
+
+from rllm_sweeps.doc_table import between_markers
+from rllm_sweeps.sweep.distributions import doc_rows
 
 LAUNCH_FIELDS = ("program", "command", "project", "entity")
 _HYPERBAND_FIELDS = {"type", "min_iter", "max_iter", "eta", "s", "strict"}
@@ -123,4 +131,59 @@ def _brackets(early: Mapping[str, Any], where: str, problem: Callable[[str, str]
     return {"min_resource": first, "reduction_factor": eta, "min_early_stopping_rate": 0}
 
 
-__all__ = ["LAUNCH_FIELDS", "translate_wandb_fields"]
+# (W&B field, what W&B does with it, what it becomes here): the docs table's rows besides the distributions.
+FIELD_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("`method: grid` / `random`", "every combination / random draws", "the same method"),
+    (
+        "`method: bayes`",
+        "Bayesian optimisation",
+        "`method: optuna` with the TPE sampler (Optuna's Bayesian optimiser)",
+    ),
+    ("`metric: {name, goal}`", "the metric to optimise", "the same; a metric the jobs report"),
+    ("`metric.target`", "no new runs once a run reaches it", "refused: bound the sweep with `budget` / `run_cap`"),
+    ("`parameters` (nested too)", "the search space", "the same; `key: {parameters: {sub: ...}}` is `key.sub`"),
+    ("`run_cap`", "the most runs", "`budget` (jobs)"),
+    (
+        "`early_terminate: {type: hyperband, min_iter, eta}`",
+        "brackets at min_iter x eta^k; a run below the top 1/eta of the values logged at a bracket stops",
+        "Optuna's `SuccessiveHalvingPruner(min_resource=min_iter, reduction_factor=eta)`; `method: grid` runs "
+        "as `method: optuna` with the grid sampler, every point once (no `run_cap` needed); `random` with the "
+        "random sampler (`run_cap` needed)",
+    ),
+    (
+        "`early_terminate: {type: hyperband, max_iter, s, eta}`",
+        "brackets at max_iter / eta^s, ..., max_iter / eta",
+        "the same pruner, `min_resource` = max_iter // eta**s",
+    ),
+    ("`early_terminate.strict`", "", "ignored, with a note"),
+    ("another `early_terminate` type", "", "refused: W&B's is hyperband"),
+    (
+        "`program`, `command`, `project`, `entity`",
+        "how W&B's agent launches runs",
+        "ignored with one note: train.py runs every job; `trainer.project_name` names the tracker project",
+    ),
+)
+
+
+def docs_table() -> str:
+    """docs/SWEEPS.md's "W&B field -> what it becomes" table."""
+    lines = ["| W&B field | W&B's meaning | here |", "|---|---|---|"]
+    lines += [f"| {field} | {meaning} | {here} |" for field, meaning, here in FIELD_ROWS]
+    lines += [f"| `distribution: {name}` | {meaning} | {here} |" for name, meaning, here in doc_rows()]
+    return "\n".join(lines)
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "SWEEPS.md"
+MARK_BEGIN = "<!-- W&B table: python -m rllm_sweeps.sweep.wandb_fields --write -->"
+MARK_END = "<!-- end of the W&B table -->"
+
+
+def with_table(doc: str, table: str) -> str:
+    """`doc` with the text between the markers replaced by `table`."""
+    return between_markers(doc, MARK_BEGIN, MARK_END, table + "\n")
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    DOC.write_text(with_table(DOC.read_text(), docs_table()))
+
+__all__ = ["FIELD_ROWS", "LAUNCH_FIELDS", "docs_table", "translate_wandb_fields", "with_table"]
