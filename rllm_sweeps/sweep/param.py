@@ -97,7 +97,10 @@ class Param:
             return f"{self.drawn.describe(self)} ({self.distribution})"
         if self.kind == "value":
             return f"fixed {self.choices[0].text}"
-        return f"{len(self.choices)} values [{', '.join(c.text for c in self.choices)}]"
+        texts = [c.text for c in self.choices]
+        if len(texts) > 6:  # a range(1, 1001) is not a thousand words
+            texts = [*texts[:3], "...", texts[-1]]
+        return f"{len(self.choices)} values [{', '.join(texts)}]"
 
     def to_dict(self) -> Any:
         """The DSL form (sweep-file syntax) of this parameter."""

@@ -19,6 +19,7 @@ from rllm_sweeps.problems import ConfigError, ConfigIssue, did_you_mean
 from rllm_sweeps.sweeper_settings import SweeperSettings
 
 SWEEPER = "hydra.sweeper."
+PARAMS = SWEEPER + "params."
 SWEEP_DIR_KEYS = ("hydra.sweep.dir", "hydra.sweep.subdir")
 
 
@@ -39,10 +40,14 @@ def split_sweeper_args(arguments: Iterable[str]) -> SweeperArgs:
     overrides: list[str] = []
     given: dict[str, str] = {}
     dotlist: list[str] = []
+    params: dict[str, str] = {}
     for arg in arguments:
         key = override_key(arg)
         value = arg.split("=", 1)[1] if "=" in arg else ""
-        if key.startswith(SWEEPER):
+        if key.startswith(PARAMS):  # Hydra's sweeper.params: a dotted key -> its sweep expression
+            given[key] = value
+            params[key[len(PARAMS) :]] = value
+        elif key.startswith(SWEEPER):
             given[key] = value
             dotlist.append(f"{key[len(SWEEPER) :]}={value}")
         elif key in SWEEP_DIR_KEYS:
@@ -63,6 +68,7 @@ def split_sweeper_args(arguments: Iterable[str]) -> SweeperArgs:
         shown = " ".join(f"{k}={v}" for k, v in given.items() if k.startswith(SWEEPER))
         raise ConfigError([ConfigIssue("hydra.sweeper", f"{shown}: {what}")]) from None
     settings: SweeperSettings = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    settings.params = {**settings.params, **params}
     if settings.parallel is not None and settings.parallel < 1:
         raise ConfigError(
             [
