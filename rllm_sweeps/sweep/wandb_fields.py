@@ -115,16 +115,22 @@ def _brackets(early: Mapping[str, Any], where: str, problem: Callable[[str, str]
     if bad:
         problem(where, f"{', '.join(bad)}: hyperband's min_iter, max_iter and s are integers >= 1, eta >= 2")
         return None
-    if "min_iter" in early:
+    if "max_iter" in early and "s" in early:  # W&B reads max_iter first
+        band, bands = float(early["max_iter"]), []
+        for _ in range(early["s"]):  # as W&B: max_iter / eta, / eta**2, ... while at least 1
+            band /= eta
+            if band < 1:
+                break
+            bands.append(int(band))
+        if not bands:
+            problem(where, f"max_iter / eta = {early['max_iter']} / {eta} < 1: no bracket; raise max_iter or lower eta")
+            return None
+        first = min(bands)
+    elif "min_iter" in early:
         first = early["min_iter"]
     elif "max_iter" in early:
-        if "s" not in early:
-            problem(where, "hyperband with max_iter needs s, the number of brackets (as in W&B): e.g. s: 2")
-            return None
-        first = early["max_iter"] // eta ** early["s"]
-        if first < 1:
-            problem(where, f"max_iter / eta**s = {early['max_iter']} / {eta}**{early['s']} < 1: lower s or eta")
-            return None
+        problem(where, "hyperband with max_iter needs s, the number of brackets (as in W&B): e.g. s: 2")
+        return None
     else:
         problem(where, "hyperband needs min_iter, or max_iter and s (validation rounds, as W&B counts iterations)")
         return None
@@ -153,7 +159,8 @@ FIELD_ROWS: tuple[tuple[str, str, str], ...] = (
     (
         "`early_terminate: {type: hyperband, max_iter, s, eta}`",
         "brackets at max_iter / eta^s, ..., max_iter / eta",
-        "the same pruner, `min_resource` = max_iter // eta**s",
+        "the same pruner, `min_resource` = the smallest bracket (W&B reads `max_iter` before `min_iter`); "
+        "Optuna's rungs go on past max_iter / eta",
     ),
     ("`early_terminate.strict`", "", "ignored, with a note"),
     ("another `early_terminate` type", "", "refused: W&B's is hyperband"),
