@@ -74,12 +74,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """Dry run of a sweep: every job validated, the job table, totals and cost; runs nothing."""
     from rllm_sweeps.records.layout import sweep_holding
     from rllm_sweeps.sweep.planner import plan_sweep
+    from rllm_sweeps.sweep.sweeper_args import split_sweeper_args
 
     if args.out and (sweep := sweep_holding(Path(args.out))) is not None:
         print(f"error: {args.out} is inside the records of sweep {sweep.root}: give another --out", file=sys.stderr)
         return 2
-    plan = plan_sweep(args.overrides, limit=args.rows)
-    print(plan.render(rows=args.rows))
+    given = split_sweeper_args(args.overrides)  # hydra.sweeper.*, hydra.sweep.dir: settings, not job overrides
+    s = given.settings
+    plan = plan_sweep(given.overrides, limit=args.rows, sweep_file=s.sweep_file, params=dict(s.params) or None)
+    print(plan.render(rows=args.rows, parallel=s.parallel, settings=given.lines()))
     if args.out:
         print(f"plan: {plan.write(args.out)}")
     return 0

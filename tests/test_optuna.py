@@ -139,7 +139,7 @@ def test_a_metric_the_training_never_reports_is_refused_before_any_trial_runs(tm
     [
         ("sweep.optuna.sampler=tpee", "unknown sampler 'tpee'; did you mean 'tpe'?"),
         ("sweep.optuna.pruner=hyperbnd", "unknown pruner 'hyperbnd'; did you mean 'hyperband'?"),
-        ("trainer.lr=tag(log,interval(0,1e-2))", "log_uniform needs min > 0, got min=0"),
+        ("trainer.lr=tag(log,interval(0,1e-2))", "log_uniform_values needs min > 0, got min=0"),
         ("sweep.parallel=0", "parallel is an integer >= 1, got 0"),
         ("hydra.sweeper.parallel=0", "parallel=0 is invalid"),
     ],
@@ -151,3 +151,33 @@ def test_bad_input_is_rejected_before_anything_launches(tmp_path, bad, message):
     assert message in proc.stderr and proc.stderr.count("error:") == 1
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "sweep").exists()  # no study, no job
+
+
+# W&B's grid + hyperband (the shape of W&B's examples' sweep-grid-hyperband.yaml), as small as still
+# shows pruning: 3 learning rates, 2 steps, a bracket at step 1, one trial at a time (the order the
+# grid sampler's seed gives, so that which trials stop is the same on every run).
+GRID_HYPERBAND = """\
+program: train.py
+method: grid
+metric: {name: val_reward_mean, goal: maximize}
+parameters:
+  trainer.lr: {values: [3.0e-2, 1.0e-4, 3.0e-3]}
+early_terminate: {type: hyperband, min_iter: 1, eta: 2}
+"""
+TINY = ["trainer.total_batches=2", "trainer.test_freq=1", "trainer.val_before_train=false", "rollout.n=4"]
+TINY += ["data.train_batch_size=8", "task.dataset.val_size=8", "sweep.parallel=1"]
+
+
+def test_a_wandb_grid_with_hyperband_runs_every_point_on_the_local_launcher_stopping_weak_ones_early(tmp_path):
+    path = tmp_path / "grid-hyperband.yaml"
+    path.write_text(GRID_HYPERBAND)
+    sweep_dir = tmp_path / "sweep"
+    cmd = [sys.executable, str(REPO / "train.py"), "-m", f"+sweep={path}", *TINY, f"hydra.sweep.dir={sweep_dir}"]
+    proc = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    trials = load_study(sweep_dir).get_trials()
+    assert sorted(t.params["trainer.lr"] for t in trials) == [1e-4, 3e-3, 3e-2]  # every grid point, once
+    results = list(job_results(sweep_dir).values())
+    pruned = [r for r in results if r.status == "pruned"]
+    assert pruned and all(r.steps == 1 for r in pruned)  # stopped at the bracket, before the last step
+    assert any(r.status == "completed" and r.steps == 2 for r in results)

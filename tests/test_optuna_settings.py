@@ -9,7 +9,7 @@ from rllm_sweeps.sweep.optuna_settings import PRUNERS, SAMPLERS, make_pruner, ma
 from rllm_sweeps.sweep.parse_cli import parse_sweep
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec
 
-LR = {"trainer.lr": {"distribution": "log_uniform", "min": 1e-4, "max": 1e-2}}
+LR = {"trainer.lr": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-2}}
 
 
 def spec(optuna_block=None, **fields) -> SweepSpec:

@@ -23,7 +23,13 @@ from rllm_sweeps.sweep.pbt_settings import domain_of
 # The keys' sweep parameters, as the sweeper writes their domains down for the trials' jobs.
 LR = domain_of(
     Param(
-        key="trainer.lr", source="test", kind="distribution", distribution="log_uniform", low=1e-6, high=1e-3, log=True
+        key="trainer.lr",
+        source="test",
+        kind="distribution",
+        distribution="log_uniform_values",
+        low=1e-6,
+        high=1e-3,
+        log=True,
     )
 )
 TEMP = domain_of(

@@ -36,7 +36,7 @@ def test_a_sweep_file_sets_every_pbt_setting(tmp_path: Path) -> None:
     path.write_text(
         "method: pbt\n"
         "parameters:\n"
-        "  trainer.lr: {distribution: log_uniform, min: 1.0e-4, max: 1.0e-2}\n"
+        "  trainer.lr: {distribution: log_uniform_values, min: 1.0e-4, max: 1.0e-2}\n"
         "  algorithm.kl_beta: {values: [0.0, 0.01, 0.1]}\n"
         "pbt: {population: 6, interval: 5, quantile: 0.5, factors: [0.5, 2], resample_probability: 0,"
         " mutate: [trainer.lr]}\n"

@@ -28,7 +28,7 @@ def lr_sweep(tmp_path: Path, distribution: str, pruned: int = 0) -> Path:
 
 
 def test_a_log_distributed_parameter_gets_a_log_axis_even_within_a_decade(tmp_path):
-    log = build_report(lr_sweep(tmp_path, "log_uniform"))
+    log = build_report(lr_sweep(tmp_path, "log_uniform_values"))
     linear = build_report(lr_sweep(tmp_path, "uniform"))
     assert log.log_axes == ["trainer.lr"]
     assert metric_vs_param_figure(log, "val_reward_mean", "trainer.lr").axes[0].get_xscale() == "log"
@@ -36,14 +36,14 @@ def test_a_log_distributed_parameter_gets_a_log_axis_even_within_a_decade(tmp_pa
 
 
 def test_few_swept_values_are_the_ticks_themselves(tmp_path):
-    ax = metric_vs_param_figure(build_report(lr_sweep(tmp_path, "log_uniform")), "val_reward_mean", "trainer.lr").axes[
-        0
-    ]
+    ax = metric_vs_param_figure(
+        build_report(lr_sweep(tmp_path, "log_uniform_values")), "val_reward_mean", "trainer.lr"
+    ).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1e-4", "1.5e-4", "2.2e-4", "3.2e-4"]
 
 
 def test_pruned_trials_are_drawn_marked_at_their_last_value(tmp_path):
-    report = build_report(lr_sweep(tmp_path, "log_uniform", pruned=2))
+    report = build_report(lr_sweep(tmp_path, "log_uniform_values", pruned=2))
     fig = metric_vs_param_figure(report, "val_reward_mean", "trainer.lr")
     (marked,) = [c for c in fig.axes[0].collections if isinstance(c, PathCollection)]
     assert marked.get_label() == "pruned (2): last value"
@@ -88,7 +88,7 @@ def test_train_curves_are_smoothed_with_the_raw_mean_faint_behind(tmp_path):
 def test_values_too_close_to_label_get_round_ticks_instead(tmp_path):
     close = [{"trainer.lr": v} for v in (2.237e-3, 2.288e-3, 8.9e-4)]  # Optuna's draws, two nearly equal
     plan = plan_dict(
-        close, seeds=None, parameters={"trainer.lr": {"distribution": "log_uniform", "min": 1e-4, "max": 3e-2}}
+        close, seeds=None, parameters={"trainer.lr": {"distribution": "log_uniform_values", "min": 1e-4, "max": 3e-2}}
     )
     sweep = make_sweep(tmp_path, plan)
     for job in plan["jobs"]:

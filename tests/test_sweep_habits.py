@@ -60,17 +60,17 @@ def sweep_file(tmp_path: Path, text: str, name: str = "wandb.yaml") -> Path:
     return path
 
 
-def test_a_wandb_bayes_file_dry_runs_by_path_through_train_py_as_optuna_tpe_with_hyperband(tmp_path):
+def test_a_wandb_bayes_file_dry_runs_by_path_through_train_py_as_optuna_tpe_with_wandbs_hyperband(tmp_path):
     path = sweep_file(tmp_path, WANDB_BAYES)
     proc = train(tmp_path, "-m", f"+sweep={path}", "hydra.sweeper.dry_run=true", "trainer.total_batches=2")
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    assert "method optuna, 8 points" in proc.stdout and "sampler tpe, pruner hyperband" in proc.stdout
+    assert "method optuna, 8 points" in proc.stdout and "sampler tpe, pruner asha" in proc.stdout
     assert "program, command, project, entity ignored" in proc.stdout
     assert "trainer.lr=" in proc.stdout and "rollout.n=" in proc.stdout  # nested parameters
     assert "Traceback" not in proc.stderr
 
 
-def test_wandb_hyperband_brackets_give_optunas_hyperband_resources():
+def test_wandb_hyperband_brackets_give_successive_halvings_first_rung():
     import yaml
 
     from rllm_sweeps.sweep.spec import SweepSpec
@@ -78,9 +78,9 @@ def test_wandb_hyperband_brackets_give_optunas_hyperband_resources():
     data = yaml.safe_load(WANDB_BAYES)
     data["early_terminate"] = {"type": "hyperband", "max_iter": 27, "eta": 3, "s": 2}  # min_iter = 27 / 3**2
     spec = SweepSpec.from_dict(data, source="w&b")
-    assert spec.optuna.pruner == "hyperband"
-    assert spec.optuna.pruner_options == {"reduction_factor": 3, "max_resource": 27, "min_resource": 3}
-    assert any("s ignored" in n for n in spec.notes)
+    # W&B's hyperband stopping: one set of brackets, the top 1/eta go on (Optuna's successive halving)
+    assert spec.optuna.pruner == "asha"
+    assert spec.optuna.pruner_options == {"min_resource": 3, "reduction_factor": 3, "min_early_stopping_rate": 0}
 
 
 @pytest.mark.parametrize("method", ["grid", "random"])
@@ -89,7 +89,7 @@ def test_early_termination_of_a_grid_or_random_sweep_runs_through_optuna_with_th
     text += "early_terminate: {type: hyperband, min_iter: 2}\n"
     request = parse_sweep([f"+sweep={sweep_file(tmp_path, text)}"])
     assert request.spec.method == "optuna" and request.spec.optuna.sampler == method
-    assert request.spec.optuna.pruner == "hyperband"
+    assert request.spec.optuna.pruner == "asha"
 
 
 def test_wandb_fields_without_a_meaning_here_are_refused_each_with_what_to_write(tmp_path):
@@ -148,10 +148,12 @@ def test_the_lookup_commands_answer_in_under_3_seconds(tmp_path, command):
     assert "<lambda>" not in proc.stdout
 
 
-def test_early_termination_without_a_run_cap_says_to_add_one(tmp_path):
-    text = "method: grid\nparameters:\n  trainer.lr: {values: [1.0e-3, 2.0e-3]}\n"
+def test_early_termination_of_a_random_sweep_without_a_run_cap_says_to_add_one_a_grid_runs_whole(tmp_path):
+    text = "method: random\nparameters:\n  trainer.lr: {values: [1.0e-3, 2.0e-3]}\n"
     text += "early_terminate: {type: hyperband, min_iter: 2}\n"
     with pytest.raises(SweepError) as info:
         parse_sweep([f"+sweep={sweep_file(tmp_path, text)}"])
     (issue,) = info.value.issues
-    assert "early_terminate" in str(issue) and "add run_cap" in str(issue)
+    assert "needs a budget" in str(issue) and "run_cap" in str(issue)
+    grid = parse_sweep([f"+sweep={sweep_file(tmp_path, text.replace('random', 'grid'), 'grid.yaml')}"]).spec
+    assert grid.budget == 2 and grid.optuna.sampler == "grid"  # its size: every point once

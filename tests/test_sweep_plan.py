@@ -17,6 +17,7 @@ from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.keymap import BY_NATIVE
 from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.layout import PLAN_FILE
+from rllm_sweeps.records.plan import PLAN_SCHEMA_VERSION
 from rllm_sweeps.sweep.parse_cli import SWEEP_DIR
 from rllm_sweeps.sweep.planner import make_plan, plan_sweep
 from rllm_sweeps.sweep.spec import SweepError, SweepSpec
@@ -334,7 +335,7 @@ def test_plan_json_states_the_metrics_the_seed_key_and_the_swept_keys(tmp_path):
     """What the report needs, written by the planner: the report never reads the DSL again."""
     plan = plan_sweep(["+sweep=example", "sweep.metric.goal=minimize"], limit=2, validate=False)
     data = json.loads(plan.write(tmp_path).read_text())
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == PLAN_SCHEMA_VERSION == 3
     assert data["metrics"] == [{"name": "val_reward_mean", "goal": "minimize"}]
     assert data["seed_key"] == "trainer.seed"
     # The fixed trainer.total_batches is no swept key, nor is the seed.

@@ -83,7 +83,7 @@ def test_interval_and_tags_are_distributions():
         ]
     ).spec
     lr, clip, rank = spec.param("trainer.lr"), spec.param("algorithm.eps_clip"), spec.param("model.lora.rank")
-    assert (lr.distribution, lr.low, lr.high, lr.log) == ("log_uniform", 1e-5, 1e-3, True)
+    assert (lr.distribution, lr.low, lr.high, lr.log) == ("log_uniform_values", 1e-5, 1e-3, True)
     assert (clip.distribution, clip.log) == ("uniform", False)
     assert (rank.distribution, rank.low, rank.high) == ("int_uniform", 4, 32)
     for p in SearchSpace(spec).sample(10).points:
@@ -245,7 +245,7 @@ def test_random_log_uniform_is_in_bounds_log_spread_and_reproducible():
 
     data = {
         "method": "random",
-        "parameters": {"trainer.lr": {"distribution": "log_uniform", "min": 1e-6, "max": 1e-2}},
+        "parameters": {"trainer.lr": {"distribution": "log_uniform_values", "min": 1e-6, "max": 1e-2}},
         "budget": 20,
         "seed": 7,
     }
@@ -270,7 +270,7 @@ def test_sampled_values_survive_the_command_line():
             "method": "random",
             "budget": 30,
             "parameters": {
-                "trainer.lr": {"distribution": "log_uniform", "min": 1e-6, "max": 1e-2},
+                "trainer.lr": {"distribution": "log_uniform_values", "min": 1e-6, "max": 1e-2},
                 "model.lora.rank": {"distribution": "int_log_uniform", "min": 1, "max": 64},
             },
         }
@@ -349,16 +349,16 @@ def test_zip_of_unequal_lengths_names_file_and_keys(tmp_path):
     )
 
 
-def test_log_uniform_needs_positive_bounds_and_min_below_max(tmp_path):
+def test_log_uniform_values_needs_positive_bounds_and_min_below_max(tmp_path):
     path = write(
         tmp_path,
         "method: random\nbudget: 4\nparameters:\n"
-        "  trainer.lr: {distribution: log_uniform, min: 0, max: 1.0e-3}\n"
+        "  trainer.lr: {distribution: log_uniform_values, min: 0, max: 1.0e-3}\n"
         "  algorithm.eps_clip: {distribution: uniform, min: 0.3, max: 0.1}\n",
         "bad_bounds.yaml",
     )
     message = errors([f"+sweep={path}"])
-    assert "bad_bounds.yaml: parameters.trainer.lr: log_uniform needs min > 0" in message
+    assert "bad_bounds.yaml: parameters.trainer.lr: log_uniform_values needs min > 0" in message
     assert "bad_bounds.yaml: parameters.algorithm.eps_clip: min (0.3) must be below max (0.1)" in message
     assert "2 problems" in message
 
@@ -367,7 +367,7 @@ def test_bad_settings_are_all_reported_at_once(tmp_path):
     path = write(
         tmp_path,
         "method: hyperopt\nparallel: 0\nseeds: 2\nmetrc: x\n"
-        "parameters:\n  trainer.seed: {values: [1, 2]}\n  trainer.lr: {distribution: normal, mu: 0, sigma: 1}\n"
+        "parameters:\n  trainer.seed: {values: [1, 2]}\n  trainer.lr: {distribution: normall, mu: 0, sigma: 1}\n"
         "constraints: ['__import__(\"os\")']\n",
         "bad.yaml",
     )
@@ -379,9 +379,9 @@ def test_bad_settings_are_all_reported_at_once(tmp_path):
         "bad.yaml: parameters.trainer.seed: trainer.seed is both swept as a parameter and replicated by seeds"
         in message
     )
-    assert "bad.yaml: parameters.trainer.lr: unknown distribution 'normal'" in message
+    assert "bad.yaml: parameters.trainer.lr: unknown distribution 'normall'; did you mean 'normal'" in message
     assert "bad.yaml: constraints[0]" in message
-    assert "override 'rollout.n=tag(log,interval(0,4))': log_uniform needs min > 0" in message
+    assert "override 'rollout.n=tag(log,interval(0,4))': log_uniform_values needs min > 0" in message
 
 
 def test_unknown_distribution_and_grid_with_a_distribution():
@@ -411,7 +411,7 @@ def test_optuna_method_is_parsed_with_several_objectives():
                 {"name": "val_reward_mean", "goal": "maximize"},
                 {"name": "val_response_length_mean", "goal": "minimize"},
             ],
-            "parameters": {"trainer.lr": {"distribution": "log_uniform", "min": 1e-5, "max": 1e-3}},
+            "parameters": {"trainer.lr": {"distribution": "log_uniform_values", "min": 1e-5, "max": 1e-3}},
         }
     )
     assert [m.goal for m in spec.metric] == ["maximize", "minimize"]

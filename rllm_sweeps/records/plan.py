@@ -24,7 +24,24 @@ from typing import Any
 from rllm_sweeps.records.metrics import DEFAULT_GOAL, DEFAULT_METRIC
 from rllm_sweeps.records.resources import Resources
 
-PLAN_SCHEMA_VERSION = 2  # 2: the facts (metrics, seed_key, swept) are stated
+PLAN_SCHEMA_VERSION = 3  # 2: the facts (metrics, seed_key, swept) are stated; 3: W&B's distribution names
+# Schema < 3 wrote a log-uniform over the values as `log_uniform`, which is W&B's exponent form now.
+LEGACY_DISTRIBUTIONS = {"log_uniform": "log_uniform_values"}
+
+
+def migrate_spec(spec: Mapping[str, Any], schema_version: int) -> dict[str, Any]:
+    """A stored spec in today's names: a plan of schema < 3 meant the values by `log_uniform`."""
+    out = dict(spec)
+    params = out.get("parameters")
+    if schema_version >= 3 or not isinstance(params, Mapping):
+        return out
+    out["parameters"] = {
+        key: {**p, "distribution": LEGACY_DISTRIBUTIONS[p["distribution"]]}
+        if isinstance(p, Mapping) and p.get("distribution") in LEGACY_DISTRIBUTIONS
+        else p
+        for key, p in params.items()
+    }
+    return out
 
 
 @dataclass(frozen=True)
@@ -184,8 +201,9 @@ class PlanRecord:
             raise ValueError("plan.json does not state its metrics, seed key and swept keys (schema 1)")
         spec, totals, jobs = data.get("spec"), data.get("totals"), data.get("jobs")
         jobs = jobs if isinstance(jobs, list) else []
+        version = int(data.get("schema_version") or 1)
         return cls(
-            spec=spec if isinstance(spec, dict) else {},
+            spec=migrate_spec(spec, version) if isinstance(spec, dict) else {},
             source=str(data.get("source") or ""),
             facts=facts,
             base_overrides=tuple(str(o) for o in data.get("base_overrides") or []),
@@ -193,5 +211,5 @@ class PlanRecord:
             totals=Totals.from_dict(totals if isinstance(totals, dict) else {}),
             notes=tuple(str(n) for n in data.get("notes") or []),
             jobs=tuple(PlannedJob.from_plan_json(j) for j in jobs if isinstance(j, dict)),
-            schema_version=int(data.get("schema_version") or 1),
+            schema_version=version,
         )

@@ -127,7 +127,8 @@ def _read_json(path: Path) -> Any:
 def _facts_of_schema_1(plan: dict[str, Any]) -> PlanFacts:
     """The facts a plan.json written before the planner stated them lacks, from its stored spec
     (imported here only: the spec parser needs Hydra)."""
+    from rllm_sweeps.records.plan import migrate_spec
     from rllm_sweeps.sweep.spec import stored_plan_facts
 
     spec = plan.get("spec")
-    return stored_plan_facts(spec if isinstance(spec, dict) else {})
+    return stored_plan_facts(migrate_spec(spec, 1) if isinstance(spec, dict) else {})

@@ -46,7 +46,7 @@ def choice_of(param: Param, value: Any) -> Choice:
     for choice in param.choices:
         if same(choice.value, value):
             return choice
-    return param.choice_for(value)
+    return param.value_choice(value) if param.kind == "distribution" else param.choice_for(value)
 
 
 def plan_stage(spec: SweepSpec, base_overrides: list[str], sweep_dir: Path) -> Stage | None:

@@ -22,13 +22,31 @@ from rllm_sweeps.config.planned import job_overrides
 from rllm_sweeps.config.source import current_source
 from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.manifest import SweepManifest
+from rllm_sweeps.records.plan import LEGACY_DISTRIBUTIONS
 
 # Spec fields whose change extends a sweep rather than making another one (docs/OPTUNA.md, "Resume").
 EXTENDABLE = ("budget",)
 
 
+def _legacy_names(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec with the distribution names plan.json used before schema 3 (records/plan.py), so that a
+    sweep planned then keeps its id (and its directory). No two valid specs meet: a log_uniform over
+    exponents has min <= 0 (positive ones are refused), a log_uniform_values min > 0."""
+    out = dict(spec)
+    params = out.get("parameters")
+    if isinstance(params, Mapping):
+        old = {new: legacy for legacy, new in LEGACY_DISTRIBUTIONS.items()}
+        out["parameters"] = {
+            k: {**p, "distribution": old[p["distribution"]]}
+            if isinstance(p, Mapping) and p.get("distribution") in old
+            else p
+            for k, p in params.items()
+        }
+    return out
+
+
 def _digest(spec: Mapping[str, Any], base: Sequence[str]) -> str:
-    data = {"spec": dict(spec), "base": job_overrides(list(base))}
+    data = {"spec": _legacy_names(spec), "base": job_overrides(list(base))}
     if not (source := current_source()).is_default():  # another search path: another sweep
         data["configs"] = source.train_py_args()
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:8]

@@ -29,8 +29,8 @@ from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.sweep.confirm_settings import parse_confirm_settings
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
 from rllm_sweeps.sweep.node import node_fields
-from rllm_sweeps.sweep.optuna_settings import parse_optuna_settings
-from rllm_sweeps.sweep.param import Param
+from rllm_sweeps.sweep.optuna_settings import canonical, parse_optuna_settings
+from rllm_sweeps.sweep.param import Param, grid_size
 from rllm_sweeps.sweep.parse_param import ParamParser, is_integer
 from rllm_sweeps.sweep.pbt_settings import parse_pbt_settings
 from rllm_sweeps.sweep.wandb_fields import translate_wandb_fields
@@ -56,6 +56,13 @@ class SpecDefaults(Protocol):
 
 
 SpecT = TypeVar("SpecT", bound=SpecDefaults)
+
+
+def _grid_sampler(method: str, raw: Mapping[str, tuple[Any, str]], parts: Mapping[str, tuple[Any, str]]) -> bool:
+    """Whether an optuna sweep names the grid sampler (its budget is the grid's size)."""
+    block = raw.get("optuna", (None, ""))[0]
+    sampler = parts.get("sampler", (block.get("sampler") if isinstance(block, Mapping) else None, ""))[0]
+    return method == "optuna" and sampler is not None and canonical(sampler) == "grid"
 
 
 class SpecParser:
@@ -212,7 +219,10 @@ class SpecParser:
                         "(sweep.method=random); a grid takes values, e.g. a,b,c or range(...)",
                     )
         elif budget is None:
-            self.problem(f"{source}: budget", f"method {method} needs a budget (the number of jobs to run)")
+            if not _grid_sampler(method, raw, optuna_parts):
+                self.problem(
+                    f"{source}: budget", f"method {method} needs a budget (the number of jobs to run; W&B: run_cap)"
+                )
         elif budget % n_seeds:
             lower, upper = budget // n_seeds * n_seeds, (budget // n_seeds + 1) * n_seeds
             self.problem(
@@ -227,6 +237,8 @@ class SpecParser:
                 block, block_where, optuna_parts, len(metric), self.problem, self.notes.append
             )
             if optuna.sampler == "grid":
+                if budget is None:  # Optuna's grid sampler asks every point once: the grid's size
+                    budget = grid_size(tuple(params.values()), zips) * n_seeds
                 for p in params.values():
                     if p.kind == "distribution":
                         self.problem(

@@ -3,12 +3,14 @@
 In a sweep file (`parameters:`), W&B's shapes:
 
     trainer.lr: {values: [1e-4, 3e-4]}                 # a grid dimension / a categorical choice
-    trainer.lr: {distribution: log_uniform, min: 1e-6, max: 1e-3}
+    trainer.lr: {distribution: log_uniform_values, min: 1e-6, max: 1e-3}   # W&B's names and meanings:
+    trainer.lr: {distribution: log_uniform, min: -13.8, max: -6.9}          # the same range (exponents)
     rollout.n: 8                                        # fixed (also [4, 8], {value: 8})
     optimizer: {parameters: {lr: ...}}                  # W&B's nested form
 
 or a Hydra sweep expression, in a file (`rollout.n: "choice(4,8)"`) or on the command line
 (`key=a,b`, `range`, `glob`, `interval(a,b)`, `tag(log, interval(a,b))`).
+Each distribution name means what W&B's documentation says (sweep/distributions.py).
 """
 
 from __future__ import annotations
@@ -28,31 +30,22 @@ from rllm_sweeps.config.private_api import config_loader
 from rllm_sweeps.config.source import current_source
 from rllm_sweeps.override_text import split_prefix
 from rllm_sweeps.problems import Problems, did_you_mean
+from rllm_sweeps.sweep.distributions import DISTRIBUTIONS, Distribution
 from rllm_sweeps.sweep.param import Choice, Param
 
-# Distribution names (W&B's, where W&B has them) -> (kind, log). `log_uniform` takes the
-# values themselves (W&B's `log_uniform_values`); W&B's exponent form is not supported.
-DISTRIBUTIONS: dict[str, tuple[str, bool]] = {
-    "uniform": ("float", False),
-    "log_uniform": ("float", True),
-    "log_uniform_values": ("float", True),
-    "q_uniform": ("float", False),
-    "int_uniform": ("int", False),
-    "int_log_uniform": ("int", True),
-    "categorical": ("categorical", False),
-    "constant": ("constant", False),
-}
-_NO_NORMAL = (
-    "normal",
-    "q_normal",
-    "log_normal",
-    "q_log_normal",
-    "q_log_uniform",
-    "q_log_uniform_values",
-    "inv_log_uniform",
-    "inv_log_uniform_values",
-)
 _PARAM_FIELDS = ("values", "value", "distribution", "min", "max", "q", "step", "parameters", "mu", "sigma")
+_MAX_EXPONENT = 700.0  # exp() of more overflows a float
+_CHOICE_KINDS = ("categorical", "constant")  # a parameter's values, not a drawn distribution
+
+
+def legacy_log_uniform(low: float, high: float) -> str:
+    """The refusal of a log_uniform whose positive bounds an earlier version read as the values."""
+    return (
+        f"log_uniform's min and max are natural-log exponents (W&B's meaning): min: {low:g}, max: {high:g} "
+        f"means values in [{math.exp(low):.4g}, {math.exp(high):.4g}]; earlier rllm-sweeps read them as the "
+        f"values. For values in [{low:g}, {high:g}] write distribution: log_uniform_values (for the exponents' "
+        f"range: log_uniform_values with min: {math.exp(low):.4g}, max: {math.exp(high):.4g})"
+    )
 
 
 def is_integer(value: Any) -> bool:
@@ -135,38 +128,64 @@ class ParamParser:
             else:
                 self.problem(where, "needs values: [...], value: x, or distribution: ... with min/max")
                 return []
-        if dist not in DISTRIBUTIONS:
-            if dist in _NO_NORMAL:
-                why = "Optuna, which samples random and optuna sweeps, has no such distribution"
-            else:
-                why = f"supported: {', '.join(DISTRIBUTIONS)}{did_you_mean(str(dist), DISTRIBUTIONS)}"
-            self.problem(where, f"unknown distribution {dist!r} ({why})")
-            return []
-        kind, log = DISTRIBUTIONS[dist]
-        name = "log_uniform" if dist == "log_uniform_values" else dist
-        if kind == "constant":
+        if dist == "constant":
             choice = self.choice(entry.get("value"), where + ".value") if "value" in entry else None
             if "value" not in entry:
                 self.problem(where, "distribution constant needs value: x")
             return [Param(kind="value", choices=(choice,), **common)] if choice else []
-        if kind == "categorical":
+        if dist == "categorical":
             choices = self.choices(entry.get("values"), where + ".values")
             return [Param(kind="values", choices=choices, **common)] if choices else []
-        low, high = entry.get("min"), entry.get("max")
-        step = entry.get("q", entry.get("step"))
+        drawn = DISTRIBUTIONS.get(str(dist))
+        if drawn is None:
+            known = (*DISTRIBUTIONS, *_CHOICE_KINDS)
+            self.problem(
+                where, f"unknown distribution {dist!r}{did_you_mean(str(dist), known)} (known: {', '.join(known)})"
+            )
+            return []
         if "q" in entry and "step" in entry:
             self.problem(where, "q and step are the same thing: give one")
-        if dist == "q_uniform" and step is None:
-            self.problem(where, "q_uniform needs q (the step)")
+        step = entry.get("q", entry.get("step"))
+        if drawn.shape == "normal":
+            return self.normal(drawn, entry, step, where, common)
+        low, high = entry.get("min"), entry.get("max")
+        if not self.check_bounds(where, drawn.name, low, high, step, drawn):
             return []
-        if not self.check_bounds(where, name, low, high, step, log, is_int=kind == "int"):
-            return []
-        return [Param(kind="distribution", distribution=name, low=low, high=high, step=step, log=log, **common)]
+        return [
+            Param(kind="distribution", distribution=drawn.name, low=low, high=high, step=step, log=drawn.log, **common)
+        ]
 
-    def check_bounds(
-        self, where: str, name: str, low: Any, high: Any, step: Any, log: bool, is_int: bool | None = None
-    ) -> bool:
-        is_int = name.startswith("int_") if is_int is None else is_int
+    def normal(
+        self, drawn: Distribution, entry: Mapping[str, Any], step: Any, where: str, common: dict[str, Any]
+    ) -> list[Param]:
+        """W&B's normal family: mu (default 0), sigma (default 1), q (default 1) for the quantized ones."""
+        ok = True
+        for name in ("min", "max"):
+            if name in entry:
+                self.problem(where, f"{drawn.name} takes mu and sigma (W&B's normal family), not {name}")
+                ok = False
+        mu, sigma = entry.get("mu"), entry.get("sigma")
+        if mu is not None and not is_number(mu):
+            self.problem(where, f"mu of {drawn.name} is a number, got {mu!r}")
+            ok = False
+        if sigma is not None and not (is_number(sigma) and sigma > 0):
+            self.problem(where, f"sigma of {drawn.name} is a number > 0, got {sigma!r}")
+            ok = False
+        if step is not None and not drawn.quantized:
+            self.problem(where, f"{drawn.name} takes no q (q_{drawn.name} rounds to multiples of q)")
+            ok = False
+        if step is not None and not (is_number(step) and step > 0):
+            self.problem(where, f"q of {drawn.name} is a number > 0, got {step!r}")
+            ok = False
+        if not ok:
+            return []
+        return [
+            Param(kind="distribution", distribution=drawn.name, step=step, mu=mu, sigma=sigma, log=drawn.log, **common)
+        ]
+
+    def check_bounds(self, where: str, name: str, low: Any, high: Any, step: Any, drawn: Distribution) -> bool:
+        """min/max (and q/step) of a range distribution, read as `drawn` reads them."""
+        is_int = drawn.integer
         ok = True
         for label, bound in (("min", low), ("max", high)):
             if bound is None:
@@ -180,24 +199,34 @@ class ParamParser:
         if low >= high:
             self.problem(where, f"min ({low}) must be below max ({high})")
             return False
-        if log and low <= 0:
+        if drawn.bounds != "values":
+            if max(abs(low), abs(high)) > _MAX_EXPONENT:
+                self.problem(where, f"{name}: min and max are natural-log exponents; exp({high:g}) is out of range")
+                return False
+            if name == "log_uniform" and low > 0:
+                # Before issue 52 this project read log_uniform's bounds as the values: refuse rather
+                # than silently sweep another range.
+                self.problem(where, legacy_log_uniform(low, high))
+                return False
+        elif drawn.log and low <= 0:
             self.problem(
                 where,
-                f"{name} needs min > 0, got min={low} (min and max are the values themselves, "
-                "as in W&B's log_uniform_values; write min: 1e-6, not an exponent)",
+                f"{name} needs min > 0, got min={low} (min and max are the values themselves; "
+                "for natural-log exponents, as in W&B's fastai example, write distribution: log_uniform)",
             )
             return False
         if step is not None:
             if not is_number(step) or step <= 0 or (is_int and not is_integer(step)):
                 self.problem(where, f"q/step of {name} is a positive {'integer' if is_int else 'number'}, got {step!r}")
                 return False
-            if log:
-                self.problem(where, f"{name} with q/step: Optuna has no stepped log distribution")
+            if drawn.log and not drawn.quantized:
+                self.problem(where, f"{name} with q/step: Optuna has no stepped log distribution (q_{name} rounds)")
                 return False
-            ratio = (high - low) / step
-            if abs(ratio - round(ratio)) > 1e-9 * max(1.0, abs(ratio)):
-                self.problem(where, f"max - min ({high - low:g}) must be a multiple of q/step ({step:g})")
-                return False
+            if not drawn.quantized:  # int_uniform's step: Optuna's IntDistribution steps from min
+                ratio = (high - low) / step
+                if abs(ratio - round(ratio)) > 1e-9 * max(1.0, abs(ratio)):
+                    self.problem(where, f"max - min ({high - low:g}) must be a multiple of step ({step:g})")
+                    return False
         return True
 
     def choice(self, value: Any, where: str) -> Choice | None:
@@ -251,14 +280,23 @@ class ParamParser:
             unknown = set(sweep.tags) - {"log", "int"}
             if unknown:
                 self.problem(where, f"unknown tag(s) {sorted(unknown)}: use tag(log, ...) and/or tag(int, ...)")
-            name = ("int_" if is_int else "") + ("log_uniform" if log else "uniform")
+            # Hydra's (and hydra-optuna-sweeper's) tag(log, ...) takes the values themselves
+            name = (
+                "int_log_uniform"
+                if is_int and log
+                else "int_uniform"
+                if is_int
+                else "log_uniform_values"
+                if log
+                else "uniform"
+            )
             low, high = sweep.start, sweep.end
             if is_int:
                 if not (float(low).is_integer() and float(high).is_integer()):
                     self.problem(where, f"tag(int, interval({low}, {high})) needs integer bounds")
                     return None
                 low, high = int(low), int(high)
-            if not self.check_bounds(where, name, low, high, None, log):
+            if not self.check_bounds(where, name, low, high, None, DISTRIBUTIONS[name]):
                 return None
             return Param(kind="distribution", distribution=name, low=low, high=high, log=log, **common)
         self.problem(where, f"unsupported sweep {o.value_type}")

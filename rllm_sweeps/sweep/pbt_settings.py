@@ -2,7 +2,7 @@
 
     method: pbt
     parameters:
-      trainer.lr: {distribution: log_uniform, min: 1.0e-4, max: 1.0e-2}
+      trainer.lr: {distribution: log_uniform_values, min: 1.0e-4, max: 1.0e-2}
     pbt:
       population: 4             # trials, all running at once (the initial points drawn at random)
       interval: 3               # training steps between decisions
@@ -110,8 +110,14 @@ def parse_pbt_settings(
                     problem(at, f"pbt.mutate names {key!r}, not a swept parameter{did_you_mean(str(key), swept)}")
             mutate = tuple(str(k) for k in mutate if k in swept)
     if not swept:
-        problem(where, "a PBT sweep needs a swept parameter (e.g. trainer.lr: {distribution: log_uniform, ...})")
+        problem(where, "a PBT sweep needs a swept parameter (e.g. trainer.lr: {distribution: log_uniform_values, ...})")
     for p in swept.values():
+        if p.kind == "distribution" and not p.drawn.direct:
+            problem(
+                p.source,
+                f"{p.distribution} draws a rounded or normal value, which PBT cannot perturb in place: give "
+                f"{p.key} values or a uniform or log-uniform distribution",
+            )
         if schedule_field(p.key) is None:
             problem(
                 p.source,

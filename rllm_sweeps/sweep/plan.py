@@ -77,10 +77,13 @@ class Plan:
             f.write("\n  ]\n}\n")
         return path
 
-    def render(self, rows: int = SweeperSettings.rows, parallel: int | None = None) -> str:
+    def render(
+        self, rows: int = SweeperSettings.rows, parallel: int | None = None, settings: Sequence[str] = ()
+    ) -> str:
         """The dry-run view: what runs, what it costs, the first `rows` jobs. `parallel`: the jobs
-        in flight the run will use when it is not the spec's (hydra.sweeper.parallel)."""
-        return render_plan(self, rows, parallel)
+        in flight the run will use when it is not the spec's (hydra.sweeper.parallel); `settings`: the
+        sweeper's settings given (`hydra.sweeper.parallel=2`, `hydra.sweep.dir=...`), shown as such."""
+        return render_plan(self, rows, parallel, settings)
 
 
 def _job_lines(jobs: Iterable[PlannedJob]) -> Iterator[bytes]:
@@ -95,12 +98,20 @@ def _short(value: float) -> str:
     return f"{value:,.1f}" if value < 1e6 else f"{value:.3g}"
 
 
-def render_plan(plan: Plan, rows: int = SweeperSettings.rows, parallel: int | None = None) -> str:
+def render_plan(
+    plan: Plan, rows: int = SweeperSettings.rows, parallel: int | None = None, settings: Sequence[str] = ()
+) -> str:
     spec, t = plan.spec, plan.totals
     lines = []
     head = f"Sweep {spec.name or spec.source}: method {spec.method}"
     seeds = f" x {t.seeds} seeds" if spec.seeds else ""
     lines.append(f"{head}, {t.points:,} points{seeds} = {t.jobs:,} jobs, parallel {parallel or spec.parallel}")
+    if settings:
+        lines.append("Sweeper settings: " + " ".join(settings))
+    # Each swept parameter's values as the planner reads them: a misread range shows before anything runs.
+    for p in spec.parameters:
+        if p.is_swept:
+            lines.append(f"  {p.key}: {p.describe()}")
     if spec.method == "grid" and t.dropped:
         lines.append(f"Constraints dropped {t.dropped:,} of {t.candidates:,} grid points")
     elif spec.method == "random":

@@ -27,6 +27,7 @@ from rllm_sweeps.override_text import set_value
 from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.manifest import record_invocation
+from rllm_sweeps.records.plan import PLAN_SCHEMA_VERSION, migrate_spec
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.sweep.launch_choice import (
     launch_lines,
@@ -240,6 +241,9 @@ def _plan_content(path: Path) -> Any:
         return None
     if isinstance(data, dict) and isinstance(data.get("totals"), dict):
         data["totals"].pop("plan_seconds", None)
+    if isinstance(data, dict) and isinstance(data.get("spec"), dict):  # an older plan in today's names
+        data["spec"] = migrate_spec(data["spec"], int(data.get("schema_version") or 1))
+        data["schema_version"] = PLAN_SCHEMA_VERSION
     return data
 
 

@@ -11,13 +11,12 @@ very same space.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.optuna_quiet import quiet_optuna
-from rllm_sweeps.sweep.param import Choice, Param
+from rllm_sweeps.sweep.param import Choice, Param, grid_size
 from rllm_sweeps.sweep.spec import SweepSpec
 
 
@@ -86,7 +85,7 @@ class SearchSpace:
     @property
     def grid_size(self) -> int:
         """Points of the full grid (before constraints)."""
-        return math.prod(len(d.rows) for d in self.dims)
+        return grid_size(self.spec.parameters, self.spec.zip)
 
     def point(self, index: int) -> Point:
         """Grid point `index` (0-based; the last dimension varies fastest)."""
