@@ -179,6 +179,8 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         result.status = JobStatus.FAILED
         result.error = "".join(traceback.format_exception(err))[-4000:]
         result.failure_kind = failure_kind(err)
+        if (origin := skyrl_failure_origin(err, cfg)) is not None:  # SkyRL's terse errors, placed
+            result.error += f"\n{origin}"
         if result.failure_kind is FailureKind.OUT_OF_MEMORY:  # said plainly, with the fix, as the error's last line
             result.error += f"\nout of accelerator memory: {OUT_OF_MEMORY_FIX}"
     finally:
@@ -194,6 +196,18 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
     _print_outcome(result)
     lock.close()  # the next attempt may start
     return result
+
+
+def skyrl_failure_origin(err: BaseException, cfg: DictConfig) -> str | None:
+    """Where in SkyRL's code `err` was raised, with the job's settings there (training/skyrl_failure.py)."""
+    from rllm_sweeps.training.settings import LoopSettings
+    from rllm_sweeps.training.skyrl_failure import skyrl_origin
+
+    try:
+        settings = LoopSettings.from_config(cfg)
+    except Exception:  # the config itself is what failed: the function that raised is still worth naming
+        settings = None
+    return skyrl_origin(err, settings)
 
 
 def _train(

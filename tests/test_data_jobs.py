@@ -163,3 +163,35 @@ def test_a_sweep_over_generator_max_turns_checks_its_dataset_once_and_reports_th
     assert got == [1.0, 2.0, 3.0], turns
     results = [JobResult.read(p.parent) for p in sorted((tmp_path / "sweep").glob("jobs/*/result.json"))]
     assert sorted(r.final["val_reward_mean"] for r in results) == [0.25, 0.5, 0.75]  # 0.25 a reply
+
+
+def test_dapo_filter_on_gsm8k_by_path_skips_steps_without_a_signal_and_resumes_with_the_same_batches(tmp_path):
+    # The issue's command (SkyRL's GSM8K parquet by path, DAPO's filter, 3 sample batches at most) on
+    # the tiny model, which solves nothing: every batch keeps no prompt, which SkyRL 0.4.0's filter
+    # cannot take ("indices must be non-empty"); each step samples its 3 batches and is skipped,
+    # saying why. Preempted after its step-2 checkpoint (6 steps before its end) and resumed: the same batches (the data
+    # position the extra sample batches moved is in the checkpoint), the same metrics.
+    train_file = write_parquet(tmp_path / "train.parquet", skyrl_rows())
+    val_file = write_parquet(tmp_path / "validation.parquet", skyrl_rows()[:2])
+    overrides = [
+        *SHORT,
+        "trainer.total_batches=8",
+        "trainer.save_freq=2",
+        f"data.train_data=['{train_file}']",
+        f"data.val_data=['{val_file}']",
+        "environment.env_class=gsm8k",
+        "data.max_prompt_length=512",
+        "skyrl.train.trainer.algorithm.dynamic_sampling.type=filter",
+        "skyrl.train.trainer.algorithm.dynamic_sampling.max_sample_batches=3",
+    ]
+    whole = train(*overrides, f"hydra.run.dir={tmp_path / 'whole'}")
+    assert whole.returncode == 0, whole.stdout[-3000:] + whole.stderr[-3000:]
+    assert JobResult.read(tmp_path / "whole").status == "completed"
+    assert "skipped: no prompt with a reward signal" in whole.stdout  # the console's step line says why
+    resumed = preempt_and_resume(tmp_path / "resumed", overrides)
+    assert resumed.returncode == 0 and "resuming from step_" in resumed.stdout, resumed.stdout[-3000:]
+    a, b = train_records(tmp_path / "whole"), train_records(tmp_path / "resumed")
+    assert [(r["dynamic_sampling_batches"], r["dynamic_sampling_kept_groups"]) for r in a] == [(3, 0)] * 8
+    assert all(r["skipped"].startswith("no prompt with a reward signal") for r in a)
+    keys = ("step", "epoch", "dynamic_sampling_batches", "dynamic_sampling_dropped_groups", "tokens_sampled", "skipped")
+    assert [[r[k] for k in keys] for r in a] == [[r[k] for k in keys] for r in b]
