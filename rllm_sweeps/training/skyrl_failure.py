@@ -37,9 +37,11 @@ CALLER_SETTINGS: dict[str, tuple[str, ...]] = {
 def skyrl_origin(err: BaseException, settings: LoopSettings | None) -> str | None:
     """One line: the SkyRL function that raised (innermost), the project's function that called
     into SkyRL, and that caller's settings (`settings`: the job's, None where they are unknown)."""
+    import skyrl  # its package name, not spelled here (native_keys.py holds the config's "skyrl")
+
     for raised in _chain(err):
         frames = list(_frames(raised.__traceback__))
-        in_skyrl = [i for i, (module, *_) in enumerate(frames) if module == "skyrl" or module.startswith("skyrl.")]
+        in_skyrl = [i for i, (module, *_) in enumerate(frames) if module.partition(".")[0] == skyrl.__name__]
         if not in_skyrl:
             continue
         _, name, path, line = frames[in_skyrl[-1]]
@@ -74,9 +76,11 @@ def _frames(tb: TracebackType | None) -> Iterator[tuple[str, str, str, int]]:
 
 def _short(path: str) -> str:
     """A file's path from its package on (`skyrl/train/...`, `rllm_sweeps/training/...`)."""
-    for package in ("/skyrl/", "/rllm_sweeps/"):
-        if package in path:
-            return package.strip("/") + "/" + path.split(package, 1)[1]
+    parts = path.split("/")
+    for i in range(len(parts) - 2, -1, -1):  # the innermost site-packages or checkout the file is in
+        if parts[i] in ("site-packages", "dist-packages") or (i and parts[i] == __name__.split(".")[0]):
+            start = i + 1 if parts[i].endswith("-packages") else i
+            return "/".join(parts[start:])
     return path
 
 
