@@ -97,7 +97,7 @@ def test_values_too_close_to_label_get_round_ticks_instead(tmp_path):
     fig.canvas.draw()
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
     assert "0.002237" not in labels and "0.002288" not in labels
-    assert set(labels) <= {"1e-4", "2e-4", "5e-4", "0.001", "0.002", "0.005", "0.01"}, labels
+    assert set(labels) <= {"1e-4", "2e-4", "3e-4", "5e-4", "0.001", "0.002", "0.003", "0.005", "0.01"}, labels
 
 
 def test_learning_curves_of_more_points_than_a_legend_holds_get_a_colour_bar_of_the_swept_parameter(tmp_path):

@@ -27,12 +27,6 @@ def write_report(sweep_dir: Path | str, *, plots: bool = True, report: Report | 
         from rllm_sweeps.report.plots import write_plots
 
         pngs = write_plots(report, out)
-        if report.method == "pbt":  # each trial's settings per step and the lineage (records/schedule.py)
-            from rllm_sweeps.records.schedule import read_schedule
-            from rllm_sweeps.report.lineage_plot import plot_schedules
-
-            schedules = {j.index: read_schedule(j.job_dir) for j in report.jobs if j.job_dir is not None}
-            pngs += plot_schedules(schedules, max((j.steps or 0 for j in report.jobs), default=0), out)
     paths = [
         _write_text(out / JOBS_CSV, jobs_csv(report)),
         _write_text(out / POINTS_CSV, points_csv(report)),
