@@ -111,3 +111,35 @@ def test_learning_curves_of_more_points_than_a_legend_holds_get_a_colour_bar_of_
     assert len(bars) == 1 and bars[0].get_ylabel() == "trainer.lr" and not fig.legends
     colours = {line.get_color() for line in fig.axes[0].get_lines()}
     assert len(colours) == 12  # each trial its own colour, read off the bar
+
+
+def study_of(complete: int, pruned: int):  # noqa: ANN201
+    """An Optuna study in memory with `complete` completed and `pruned` pruned trials, as its summary."""
+    import optuna
+
+    from rllm_sweeps.report.study import BestTrial, StudySummary
+
+    study = optuna.create_study(direction="maximize")
+    space = {"trainer.lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)}
+    for i in range(complete + pruned):
+        state = optuna.trial.TrialState.COMPLETE if i < complete else optuna.trial.TrialState.PRUNED
+        trial = optuna.trial.create_trial(
+            params={"trainer.lr": 1e-3 * (i + 1)},
+            distributions=space,
+            value=0.1 * (i + 1) if state == optuna.trial.TrialState.COMPLETE else None,
+            intermediate_values={2: 0.05 * (i + 1)},
+            state=state,
+        )
+        study.add_trial(trial)
+    best = BestTrial(0, [0.1], {"trainer.lr": 1e-3}, ["trainer.lr=0.001"])
+    counts = {"complete": complete, "pruned": pruned}
+    return StudySummary("s", "mem", ["val_reward_mean"], ["maximize"], counts, [best], {}, study)
+
+
+def test_an_optuna_history_of_one_completed_trial_is_not_drawn_but_the_pruned_ones_are(tmp_path):
+    from rllm_sweeps.report.study import plot_study
+
+    one = {p.name for p in plot_study(study_of(1, 3), tmp_path)}
+    assert "optuna_history.png" not in one  # a lone dot (Optuna's history draws completed trials only)
+    assert {"optuna_intermediate_values.png", "optuna_timeline.png"} <= one
+    assert "optuna_history.png" in {p.name for p in plot_study(study_of(2, 3), tmp_path)}

@@ -160,7 +160,8 @@ def _searched(best: BestTrial) -> str:
 
 def plot_study(summary: StudySummary, out_dir: Path) -> list[Path]:
     """Optuna's matplotlib plots of the study, as PNG files in `out_dir`; the paths written.
-    A plot that has nothing to show (no completed trial, no intermediate value) is skipped."""
+    A plot that has nothing to show (no completed trial, no intermediate value; a history of fewer
+    than two completed trials) is skipped."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: never open a window
@@ -189,6 +190,8 @@ def plot_study(summary: StudySummary, out_dir: Path) -> list[Path]:
             continue
         if filename in (PLOTS[0], PLOTS[2]) and not summary.best:
             continue  # nothing completed yet
+        if filename == PLOTS[0] and summary.counts.get("complete", 0) < 2:
+            continue  # Optuna draws completed trials only: one is a lone dot, not a history
         if filename == PLOTS[2] and not summary.importances:
             continue
         try:
