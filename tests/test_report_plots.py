@@ -113,6 +113,19 @@ def test_learning_curves_of_more_points_than_a_legend_holds_get_a_colour_bar_of_
     assert len(colours) == 12  # each trial its own colour, read off the bar
 
 
+def test_with_a_colour_bar_a_second_parameter_of_few_values_is_told_by_marker_shape(tmp_path):
+    points = [{"trainer.lr": 1e-4 * 1.5**i, "rollout.n": (4, 8)[i % 2]} for i in range(12)]  # lr_optuna's space
+    parameters = {"trainer.lr": {"distribution": "log_uniform"}, "rollout.n": {"values": [4, 8]}}
+    plan = plan_dict(points, seeds=None, parameters=parameters)
+    sweep = make_sweep(tmp_path, plan)
+    for i, job in enumerate(plan["jobs"]):
+        write_job(sweep, job, val=[0.01 * i, 0.02 * i])
+    fig = learning_curves_figure(build_report(sweep))
+    assert [line.get_marker() for line in fig.axes[0].get_lines()] == ["o", "s"] * 6  # n=4: o, n=8: s
+    (legend,) = fig.legends
+    assert legend.get_title().get_text() == "n" and [t.get_text() for t in legend.get_texts()] == ["4", "8"]
+
+
 def study_of(complete: int, pruned: int):  # noqa: ANN201
     """An Optuna study in memory with `complete` completed and `pruned` pruned trials, as its summary."""
     import optuna

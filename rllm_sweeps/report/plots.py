@@ -101,8 +101,10 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
     legend = 1 < len(report.points) <= MAX_LEGEND
     fig, axes = new_figure(len(panels), legend or len(report.points) > MAX_LEGEND)
     colors = colors_for(len(report.points))
+    shape_key, shapes = None, {}
     if len(report.points) > MAX_LEGEND:  # too many for a legend: a colour bar says which line is which
-        colors = colour_bar(fig, axes, report)
+        colors, colour_key = colour_bar(fig, axes, report)
+        shape_key, shapes = marker_shapes(report, colour_key)  # and a second parameter by marker shape
     labels = {p.point_id: point_label(p.params, report.swept) for p in report.points}
     from rllm_sweeps.report.schedules import changing, schedule_words
 
@@ -125,7 +127,12 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
                 ax.plot(steps, mean, style, color=colors[i], alpha=0.25, linewidth=0.8)
                 mean = smooth(mean)
             marker = "o" if kind == "val" and len(steps) < 30 else None
-            ax.plot(steps, mean, style, color=colors[i], linewidth=1.6, marker=marker, markersize=3, label=label)
+            if shape_key is not None:
+                marker = shapes[_text(point.params.get(shape_key))]
+            size = 5 if shape_key is not None else 3
+            every = max(1, len(steps) // 8) if kind == "train" else 1
+            ax.plot(steps, mean, style, color=colors[i], linewidth=1.6, marker=marker, markersize=size, label=label,
+                    markevery=every)  # fmt: skip
             if len(runs) > 1:
                 ax.fill_between(steps, low, high, color=colors[i], alpha=band_alpha, linewidth=0)
         ax.set_xlabel("step")
@@ -142,27 +149,50 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
         fig.suptitle("; ".join(notes), fontsize="small", color="0.35")
     if legend:
         fig.legend(loc="outside right upper", fontsize="small", title="point")
+    if shape_key is not None:
+        from matplotlib.lines import Line2D
+
+        handles = [
+            Line2D([], [], marker=m, color="0.3", linestyle="none", label=fmt_value(json.loads(v)))
+            for v, m in shapes.items()
+        ]
+        fig.legend(
+            handles=handles, loc="outside right lower", fontsize="small", title=short_keys(report.swept)[shape_key]
+        )
     return fig
 
 
-def colour_bar(fig: Any, axes: list[Any], report: Report) -> list[Any]:
+MARKERS = ("o", "s", "^", "D")
+
+
+def marker_shapes(report: Report, colour_key: str | None) -> tuple[str | None, dict[str, str]]:
+    """A second swept parameter of at most 4 values (rollout.n beside the colour bar's lr), shown by
+    marker shape: (its key, value as JSON -> marker); (None, {}) when there is none."""
+    for key in report.swept:
+        values = list(dict.fromkeys(_text(p.params.get(key)) for p in report.points))
+        if key != colour_key and 2 <= len(values) <= len(MARKERS):
+            return key, dict(zip(values, MARKERS, strict=False))
+    return None, {}
+
+
+def colour_bar(fig: Any, axes: list[Any], report: Report) -> tuple[list[Any], str | None]:
     """The points' colours by the first numeric swept parameter (log where it spans a decade), or by
-    plan order, with the colour bar that reads them; at any number of points."""
+    plan order, with the colour bar that reads them; at any number of points. With the parameter."""
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import LogNorm, Normalize
 
-    values, label = [float(p.point_index) for p in report.points], "point (plan order)"
+    values, label, chosen = [float(p.point_index) for p in report.points], "point (plan order)", None
     for key in report.swept:
         found = [p.params.get(key) for p in report.points]
         if _numeric(found) and len(set(found)) > 1:
-            values, label = [float(v) for v in found], key
+            values, label, chosen = [float(v) for v in found], key, key
             break
     low, high = min(values), max(values)
     norm = (LogNorm if spans_decade(values) else Normalize)(vmin=low, vmax=high if high > low else low + 1)
     cmap = colormaps["viridis"]
     fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=label, shrink=0.9)
-    return [cmap(norm(v)) for v in values]
+    return [cmap(norm(v)) for v in values], chosen
 
 
 SMOOTHING = 0.6  # EMA weight of the past: train rewards are noisy step to step
