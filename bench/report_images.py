@@ -4,7 +4,7 @@ grid with a confirmation stage, rebuilds each report with `rllm-sweeps report`, 
 PNG into docs/img/ as a 256-colour PNG (a third of matplotlib's size, the same to the eye).
 
     .venv/bin/python bench/report_images.py              # the three sweeps, about 15 min on 2 cores
-    .venv/bin/python bench/report_images.py --reuse DIR  # DIR/pbt, DIR/optuna, DIR/grid already run
+    .venv/bin/python bench/report_images.py --reuse DIR  # DIR/pbt, DIR/optuna, DIR/seeded_grid already run
 
 Prints each image written with its size. The sweeps' directories stay in DIR (default: a new
 temporary directory, printed).
@@ -25,7 +25,7 @@ SWEEPS = {
     "pbt": ["+sweep=lr_pbt"],
     "optuna": ["+sweep=lr_optuna"],
     # a seeded grid confirmed (the search's seeds give its values a spread to compare with)
-    "grid": ["trainer.lr=3e-4,1e-3,3e-3", "sweep.seeds=2", "trainer.total_batches=10", "trainer.test_freq=5"]
+    "seeded_grid": ["trainer.lr=3e-4,1e-3,3e-3", "sweep.seeds=2", "trainer.total_batches=10", "trainer.test_freq=5"]
     + ["trainer.val_before_train=false", "task.dataset.val_size=16", "sweep.confirm.top=2", "sweep.confirm.seeds=3"],
 }
 
@@ -47,7 +47,9 @@ def main() -> None:
     from rllm_sweeps.report import write_report
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reuse", type=Path, help="a directory holding the pbt/, optuna/ and grid/ sweeps already run")
+    parser.add_argument(
+        "--reuse", type=Path, help="a directory holding the pbt/, optuna/ and seeded_grid/ sweeps already run"
+    )
     args = parser.parse_args()
     work = args.reuse or Path(tempfile.mkdtemp(prefix="report-images-"))
     for name, command in SWEEPS.items():

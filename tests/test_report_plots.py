@@ -156,3 +156,15 @@ def test_an_optuna_history_of_one_completed_trial_is_not_drawn_but_the_pruned_on
     assert "optuna_history.png" not in one  # a lone dot (Optuna's history draws completed trials only)
     assert {"optuna_intermediate_values.png", "optuna_timeline.png"} <= one
     assert "optuna_history.png" in {p.name for p in plot_study(study_of(2, 3), tmp_path)}
+
+
+def test_optunas_plots_leave_the_style_of_later_figures_as_it_was(tmp_path):
+    """Optuna's matplotlib plots set the ggplot style globally; a report's later figures (its
+    confirmation.png, another sweep's report in the same process) keep matplotlib's own."""
+    import matplotlib
+
+    from rllm_sweeps.report.study import plot_study
+
+    before = matplotlib.rcParams["axes.facecolor"]
+    assert plot_study(study_of(2, 1), tmp_path)
+    assert matplotlib.rcParams["axes.facecolor"] == before
