@@ -3,7 +3,7 @@
 grid with a confirmation stage, rebuilds each report with `rllm-sweeps report`, and copies every
 PNG into docs/img/ as a 256-colour PNG (a third of matplotlib's size, the same to the eye).
 
-    .venv/bin/python bench/report_images.py              # the three sweeps, about 15 min on 2 cores
+    .venv/bin/python bench/report_images.py              # the three sweeps, about 14 min on 2 cores
     .venv/bin/python bench/report_images.py --reuse DIR  # DIR/pbt, DIR/optuna, DIR/seeded_grid already run
 
 Prints each image written with its size. The sweeps' directories stay in DIR (default: a new
