@@ -76,14 +76,14 @@ def _dropped(trial: int, schedule: Schedule, records: Records, kind: str, name: 
     return [s for s in sorted(own) if s <= last], [own[s] for s in sorted(own) if s <= last]
 
 
-def _copies(trial: int, schedule: Schedule) -> list[tuple[int, int]]:
+def _copies(schedule: Schedule) -> list[tuple[int, int]]:
     """(step, source trial) of each copy on the trial's lineage."""
     return [(parent.step, parent.trial) for _, parent in schedule.parents]
 
 
 def trial_label(trial: int, schedule: Schedule) -> str:
     """'trial 2 (from trial 0 at step 5)': a trial and the copies its lineage went through."""
-    copies = ", ".join(f"trial {source} at step {step}" for step, source in _copies(trial, schedule))
+    copies = ", ".join(f"trial {source} at step {step}" for step, source in _copies(schedule))
     return f"trial {trial} (from {copies})" if copies else f"trial {trial}"
 
 
@@ -123,7 +123,7 @@ def pbt_learning_curves_figure(
             label = trial_label(trial, schedule) if ax is axes[0] else None
             ax.plot(xs, shown, "-", color=colors[trial], linewidth=1.6, marker=marker, markersize=3, label=label)
             at = dict(zip(xs, shown, strict=True))
-            copies = [(step, at[step]) for step, _ in _copies(trial, schedule) if step in at]
+            copies = [(step, at[step]) for step, _ in _copies(schedule) if step in at]
             if copies:
                 ax.plot(*zip(*copies, strict=True), "D", color=colors[trial], markersize=7, mec="black", mew=0.6)
         ax.set_xlabel("step")
