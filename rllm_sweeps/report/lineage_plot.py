@@ -45,9 +45,17 @@ def schedules_figure(
         for trial, schedule in schedules.items():
             mine = known.get(trial) or {s: schedule.settings_at(s - 1).get(key) for s in steps}
             xs = [s for s in steps if mine.get(s) is not None]
+            if not xs:  # not started yet, or its schedule never sets this setting
+                continue
             # each step's value held over the step (from s-1 to s), so a change shows at its step
-            ax.stairs([mine[s] for s in xs], [xs[0] - 1, *xs], color=colors[trial], linewidth=1.8, baseline=None,
-                      label=f"trial {trial}" if ax is axes[0] else None)  # fmt: skip
+            ax.stairs(
+                [mine[s] for s in xs],
+                [xs[0] - 1, *xs],
+                color=colors[trial],
+                linewidth=1.8,
+                baseline=None,
+                label=f"trial {trial}" if ax is axes[0] else None,
+            )
             for start in (start for child, start, _ in copies if child == trial and start + 1 in mine):
                 ax.plot([start], [mine[start + 1]], "D", color=colors[trial], mec="black", mew=0.6)
         values = [v for t in schedules for v in (known.get(t) or {}).values()]
@@ -67,9 +75,17 @@ def schedules_figure(
         lineage.hlines(trial, 0, total_steps, color=colors[trial], linewidth=2, alpha=0.5)
     for i, (trial, start, parent) in enumerate(copies):  # curved, each its own way: arrows at one step stay apart
         rad = 0.25 + 0.15 * (i % 3)
-        lineage.annotate("", xy=(start, trial), xytext=(parent.step, parent.trial),
-                         arrowprops={"arrowstyle": "-|>", "color": colors[trial], "connectionstyle": f"arc3,rad={rad}",
-                                     "linewidth": 1.5})  # fmt: skip
+        lineage.annotate(
+            "",
+            xy=(start, trial),
+            xytext=(parent.step, parent.trial),
+            arrowprops={
+                "arrowstyle": "-|>",
+                "color": colors[trial],
+                "connectionstyle": f"arc3,rad={rad}",
+                "linewidth": 1.5,
+            },
+        )
         lineage.plot([parent.step], [parent.trial], "o", color=colors[parent.trial], mec="black", mew=0.6)
     lineage.set(xlabel="step", title="lineage: who copied whose checkpoint", xlim=(0, total_steps))
     lineage.set_ylim(min(schedules) - 0.6, max(schedules) + 0.6)

@@ -131,8 +131,17 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
                 marker = shapes[_text(point.params.get(shape_key))]
             size = 5 if shape_key is not None else 3
             every = max(1, len(steps) // 8) if kind == "train" else 1
-            ax.plot(steps, mean, style, color=colors[i], linewidth=1.6, marker=marker, markersize=size, label=label,
-                    markevery=every)  # fmt: skip
+            ax.plot(
+                steps,
+                mean,
+                style,
+                color=colors[i],
+                linewidth=1.6,
+                marker=marker,
+                markersize=size,
+                label=label,
+                markevery=every,
+            )
             if len(runs) > 1:
                 ax.fill_between(steps, low, high, color=colors[i], alpha=band_alpha, linewidth=0)
         ax.set_xlabel("step")
