@@ -27,11 +27,11 @@ Had = Mapping[str, Mapping[int, Mapping[int, Any]]]
 def schedules_figure(
     schedules: Mapping[int, Schedule], total_steps: int, had: Had | None = None, names: Mapping[str, str] | None = None
 ) -> Any:
-    """The figure (None without a schedule). `had`: the values the trials trained with per step,
+    """The figure (None without a schedule or a step). `had`: the values the trials trained with per step,
     where known (a trial's own records: its steps before it copied another's lineage are not in
     its schedule); `names`: a setting's sweep key, for its axis."""
     schedules = {t: s for t, s in sorted(schedules.items()) if s.segments}
-    if not schedules:
+    if not schedules or total_steps < 1:  # nothing trained yet
         return None
     from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
