@@ -394,6 +394,21 @@ def test_write_report_files_and_plots(tmp_path):
     assert sorted(p.name for p in no_plots) == ["jobs.csv", "points.csv", "report.md"]
 
 
+def test_a_plot_the_previous_report_drew_and_this_one_does_not_is_removed_and_no_other_file(tmp_path):
+    sweep = finished_sweep(tmp_path)
+    write_report(sweep)
+    out = sweep / "report"
+    # an older version's report drew old_plot.png (its report.md shows it); a user put notes.png beside it
+    (out / "report.md").write_text((out / "report.md").read_text() + "\n![old_plot](old_plot.png)\n")
+    (out / "old_plot.png").write_bytes(b"\x89PNG")
+    (out / "notes.png").write_bytes(b"\x89PNG")
+    pngs = {p.name for p in write_report(sweep) if p.suffix == ".png"}
+    assert not (out / "old_plot.png").exists()
+    assert (out / "notes.png").exists() and all((out / name).exists() for name in pngs)
+    write_report(sweep, plots=False)  # no plots drawn: none removed
+    assert all((out / name).exists() for name in pngs)
+
+
 def test_log_axis_for_parameters_spanning_a_decade():
     assert spans_decade([1e-6, 1e-4])
     assert not spans_decade([2, 4, 8])

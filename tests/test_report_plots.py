@@ -97,7 +97,7 @@ def test_values_too_close_to_label_get_round_ticks_instead(tmp_path):
     fig.canvas.draw()
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
     assert "0.002237" not in labels and "0.002288" not in labels
-    assert set(labels) <= {"1e-4", "2e-4", "5e-4", "0.001", "0.002", "0.005", "0.01"}, labels
+    assert set(labels) <= {"1e-4", "2e-4", "3e-4", "5e-4", "0.001", "0.002", "0.003", "0.005", "0.01"}, labels
 
 
 def test_learning_curves_of_more_points_than_a_legend_holds_get_a_colour_bar_of_the_swept_parameter(tmp_path):
@@ -111,3 +111,60 @@ def test_learning_curves_of_more_points_than_a_legend_holds_get_a_colour_bar_of_
     assert len(bars) == 1 and bars[0].get_ylabel() == "trainer.lr" and not fig.legends
     colours = {line.get_color() for line in fig.axes[0].get_lines()}
     assert len(colours) == 12  # each trial its own colour, read off the bar
+
+
+def test_with_a_colour_bar_a_second_parameter_of_few_values_is_told_by_marker_shape(tmp_path):
+    points = [{"trainer.lr": 1e-4 * 1.5**i, "rollout.n": (4, 8)[i % 2]} for i in range(12)]  # lr_optuna's space
+    parameters = {"trainer.lr": {"distribution": "log_uniform"}, "rollout.n": {"values": [4, 8]}}
+    plan = plan_dict(points, seeds=None, parameters=parameters)
+    sweep = make_sweep(tmp_path, plan)
+    for i, job in enumerate(plan["jobs"]):
+        write_job(sweep, job, val=[0.01 * i, 0.02 * i])
+    fig = learning_curves_figure(build_report(sweep))
+    assert [line.get_marker() for line in fig.axes[0].get_lines()] == ["o", "s"] * 6  # n=4: o, n=8: s
+    (legend,) = fig.legends
+    assert legend.get_title().get_text() == "n" and [t.get_text() for t in legend.get_texts()] == ["4", "8"]
+
+
+def study_of(complete: int, pruned: int):  # noqa: ANN201
+    """An Optuna study in memory with `complete` completed and `pruned` pruned trials, as its summary."""
+    import optuna
+
+    from rllm_sweeps.report.study import BestTrial, StudySummary
+
+    study = optuna.create_study(direction="maximize")
+    space = {"trainer.lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)}
+    for i in range(complete + pruned):
+        state = optuna.trial.TrialState.COMPLETE if i < complete else optuna.trial.TrialState.PRUNED
+        trial = optuna.trial.create_trial(
+            params={"trainer.lr": 1e-3 * (i + 1)},
+            distributions=space,
+            value=0.1 * (i + 1) if state == optuna.trial.TrialState.COMPLETE else None,
+            intermediate_values={2: 0.05 * (i + 1)},
+            state=state,
+        )
+        study.add_trial(trial)
+    best = BestTrial(0, [0.1], {"trainer.lr": 1e-3}, ["trainer.lr=0.001"])
+    counts = {"complete": complete, "pruned": pruned}
+    return StudySummary("s", "mem", ["val_reward_mean"], ["maximize"], counts, [best], {}, study)
+
+
+def test_an_optuna_history_of_one_completed_trial_is_not_drawn_but_the_pruned_ones_are(tmp_path):
+    from rllm_sweeps.report.study import plot_study
+
+    one = {p.name for p in plot_study(study_of(1, 3), tmp_path)}
+    assert "optuna_history.png" not in one  # a lone dot (Optuna's history draws completed trials only)
+    assert {"optuna_intermediate_values.png", "optuna_timeline.png"} <= one
+    assert "optuna_history.png" in {p.name for p in plot_study(study_of(2, 3), tmp_path)}
+
+
+def test_optunas_plots_leave_the_style_of_later_figures_as_it_was(tmp_path):
+    """Optuna's matplotlib plots set the ggplot style globally; a report's later figures (its
+    confirmation.png, another sweep's report in the same process) keep matplotlib's own."""
+    import matplotlib
+
+    from rllm_sweeps.report.study import plot_study
+
+    before = matplotlib.rcParams["axes.facecolor"]
+    assert plot_study(study_of(2, 1), tmp_path)
+    assert matplotlib.rcParams["axes.facecolor"] == before

@@ -43,7 +43,7 @@ def new_figure(panels: int, legend: bool = False) -> tuple[Any, list[Any]]:
     return fig, list(axes)
 
 
-def _colors(n: int) -> list[Any]:
+def colors_for(n: int) -> list[Any]:
     from matplotlib import colormaps
 
     if n <= 10:
@@ -52,11 +52,11 @@ def _colors(n: int) -> list[Any]:
     return [cmap(i / max(n - 1, 1)) for i in range(n)]
 
 
-def _safe(name: str) -> str:
+def file_safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "x"
 
 
-def _series(records: list[dict[str, Any]], kind: str, name: str) -> tuple[list[float], list[float]]:
+def metric_series(records: list[dict[str, Any]], kind: str, name: str) -> tuple[list[float], list[float]]:
     xs, ys = [], []
     for r in records:
         if r.get("kind", "train") != kind:
@@ -100,15 +100,23 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
 
     legend = 1 < len(report.points) <= MAX_LEGEND
     fig, axes = new_figure(len(panels), legend or len(report.points) > MAX_LEGEND)
-    colors = _colors(len(report.points))
+    colors = colors_for(len(report.points))
+    shape_key, shapes = None, {}
     if len(report.points) > MAX_LEGEND:  # too many for a legend: a colour bar says which line is which
-        colors = colour_bar(fig, axes, report)
+        colors, colour_key = colour_bar(fig, axes, report)
+        shape_key, shapes = marker_shapes(report, colour_key)  # and a second parameter by marker shape
     labels = {p.point_id: point_label(p.params, report.swept) for p in report.points}
+    from rllm_sweeps.report.schedules import changing, schedule_words
+
+    replays = changing(report)  # a PBT trial's replicates: their plan values are only the first ones
+    for p in report.points:
+        if (schedule := replays.get(p.jobs[0])) is not None:
+            labels[p.point_id] = f"point {p.point_index}: {schedule_words(schedule)}"
     band_alpha = 0.15 if len(report.points) <= 4 else 0.07
     status = {j.index: j.status for j in report.jobs}
     for ax, (kind, name) in zip(axes, panels, strict=True):
         for i, point in enumerate(report.points):
-            runs = [_series(curves[j], kind, name) for j in point.jobs if j in curves]
+            runs = [metric_series(curves[j], kind, name) for j in point.jobs if j in curves]
             runs = [r for r in runs if r[0]]
             if not runs:
                 continue
@@ -119,7 +127,21 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
                 ax.plot(steps, mean, style, color=colors[i], alpha=0.25, linewidth=0.8)
                 mean = smooth(mean)
             marker = "o" if kind == "val" and len(steps) < 30 else None
-            ax.plot(steps, mean, style, color=colors[i], linewidth=1.6, marker=marker, markersize=3, label=label)
+            if shape_key is not None:
+                marker = shapes[_text(point.params.get(shape_key))]
+            size = 5 if shape_key is not None else 3
+            every = max(1, len(steps) // 8) if kind == "train" else 1
+            ax.plot(
+                steps,
+                mean,
+                style,
+                color=colors[i],
+                linewidth=1.6,
+                marker=marker,
+                markersize=size,
+                label=label,
+                markevery=every,
+            )
             if len(runs) > 1:
                 ax.fill_between(steps, low, high, color=colors[i], alpha=band_alpha, linewidth=0)
         ax.set_xlabel("step")
@@ -136,27 +158,50 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
         fig.suptitle("; ".join(notes), fontsize="small", color="0.35")
     if legend:
         fig.legend(loc="outside right upper", fontsize="small", title="point")
+    if shape_key is not None:
+        from matplotlib.lines import Line2D
+
+        handles = [
+            Line2D([], [], marker=m, color="0.3", linestyle="none", label=fmt_value(json.loads(v)))
+            for v, m in shapes.items()
+        ]
+        fig.legend(
+            handles=handles, loc="outside right lower", fontsize="small", title=short_keys(report.swept)[shape_key]
+        )
     return fig
 
 
-def colour_bar(fig: Any, axes: list[Any], report: Report) -> list[Any]:
+MARKERS = ("o", "s", "^", "D")
+
+
+def marker_shapes(report: Report, colour_key: str | None) -> tuple[str | None, dict[str, str]]:
+    """A second swept parameter of at most 4 values (rollout.n beside the colour bar's lr), shown by
+    marker shape: (its key, value as JSON -> marker); (None, {}) when there is none."""
+    for key in report.swept:
+        values = list(dict.fromkeys(_text(p.params.get(key)) for p in report.points))
+        if key != colour_key and 2 <= len(values) <= len(MARKERS):
+            return key, dict(zip(values, MARKERS, strict=False))
+    return None, {}
+
+
+def colour_bar(fig: Any, axes: list[Any], report: Report) -> tuple[list[Any], str | None]:
     """The points' colours by the first numeric swept parameter (log where it spans a decade), or by
-    plan order, with the colour bar that reads them; at any number of points."""
+    plan order, with the colour bar that reads them; at any number of points. With the parameter."""
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import LogNorm, Normalize
 
-    values, label = [float(p.point_index) for p in report.points], "point (plan order)"
+    values, label, chosen = [float(p.point_index) for p in report.points], "point (plan order)", None
     for key in report.swept:
         found = [p.params.get(key) for p in report.points]
         if _numeric(found) and len(set(found)) > 1:
-            values, label = [float(v) for v in found], key
+            values, label, chosen = [float(v) for v in found], key, key
             break
     low, high = min(values), max(values)
     norm = (LogNorm if spans_decade(values) else Normalize)(vmin=low, vmax=high if high > low else low + 1)
     cmap = colormaps["viridis"]
     fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=label, shrink=0.9)
-    return [cmap(norm(v)) for v in values]
+    return [cmap(norm(v)) for v in values], chosen
 
 
 SMOOTHING = 0.6  # EMA weight of the past: train rewards are noisy step to step
@@ -189,7 +234,7 @@ def seed_band(runs: Sequence[tuple[list[float], list[float]]]) -> tuple[list[flo
 
 
 def _has(curves: dict[int, list[dict[str, Any]]], kind: str, name: str) -> bool:
-    return any(_series(records, kind, name)[0] for records in curves.values())
+    return any(metric_series(records, kind, name)[0] for records in curves.values())
 
 
 def _numeric(values: Sequence[Any]) -> bool:
@@ -206,12 +251,17 @@ def spans_decade(values: Sequence[Any]) -> bool:
 
 def plot_metric_vs_params(report: Report, out_dir: Path) -> list[Path]:
     """<metric>_vs_<param>.png for each sweep metric and swept parameter (metric_vs_param_figure)."""
+    from rllm_sweeps.pbt.mutable import schedule_field
+    from rllm_sweeps.report.schedules import changing
+
+    # A setting a job's schedule changed mid-run had no one value to place the job at.
+    changed = {k for s in changing(report).values() for seg in s.segments for k in seg.settings}
     paths = []
     for metric in report.metrics:
-        for key in report.swept:
+        for key in (k for k in report.swept if schedule_field(k) not in changed):
             fig = metric_vs_param_figure(report, metric.name, key)
             if fig is not None:
-                path = out_dir / f"{_safe(metric.name)}_vs_{_safe(key)}.png"
+                path = out_dir / f"{file_safe(metric.name)}_vs_{file_safe(key)}.png"
                 fig.savefig(path, dpi=110)
                 paths.append(path)
     return paths
@@ -248,7 +298,7 @@ def metric_vs_param_figure(report: Report, metric: str, key: str) -> Any:
     for v in xs_all:
         position.setdefault(_text(v), float(v) if numeric else float(len(position)))
     many = len(groups) > MAX_LEGEND
-    colors = _colors(1 if many else len(groups))
+    colors = colors_for(1 if many else len(groups))
     fig, (ax,) = new_figure(1, legend=(not many and len(groups) > 1) or bool(pruned))
     spread = _nudges(len(groups), log, sorted(position.values()))
     for i, members in enumerate(groups.values()):
@@ -276,7 +326,7 @@ def metric_vs_param_figure(report: Report, metric: str, key: str) -> Any:
             label=f"pruned ({len(pruned)}): last value",
             zorder=3,
         )
-    _x_ticks(ax, key, xs_all, position, numeric, log)
+    x_ticks(ax, key, xs_all, position, numeric, log)
     ax.set_xlabel(key)
     ax.set_ylabel(f"{metric} (mean ± std over seeds)" if report.has_seeds else metric)
     ax.set_title(f"{metric} vs {short_keys(report.swept)[key]}")
@@ -298,7 +348,7 @@ def _nudges(series: int, log: bool, xs: list[float]) -> list[float]:
     return [(i - (series - 1) / 2) * step * 0.25 / series for i in range(series)]
 
 
-def _x_ticks(ax: Any, key: str, xs: Sequence[Any], position: dict[str, float], numeric: bool, log: bool) -> None:
+def x_ticks(ax: Any, key: str, xs: Sequence[Any], position: dict[str, float], numeric: bool, log: bool) -> None:
     """Ticks one can read: the swept values themselves when they are few and far enough apart (a
     grid's), else round ones (1, 2, 5 of each decade on a log axis), labels turned where many."""
     from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
@@ -313,7 +363,10 @@ def _x_ticks(ax: Any, key: str, xs: Sequence[Any], position: dict[str, float], n
         ax.set_xticks(values, [fmt_value(v) for v in values])
     elif log:
         ax.set_xscale("log")
-        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        # 1, 2, 5 of each decade; and 3 where the values span less than one (else 1e-3 to 3.4e-3
+        # has two labels and an unlabelled tick)
+        subs = (1.0, 2.0, 5.0) if spans_decade(values) else (1.0, 2.0, 3.0, 5.0)
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_value(float(f"{v:.3g}"))))
         ax.xaxis.set_minor_formatter(NullFormatter())
     else:
@@ -336,11 +389,20 @@ def _apart(values: Sequence[float], log: bool) -> bool:
 def write_plots(report: Report, out_dir: Path) -> list[Path]:
     """Every plot of the report into `out_dir`; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = plot_learning_curves(report, out_dir) + plot_metric_vs_params(report, out_dir)
+    if report.method == "pbt":  # its trials by their schedules, not their first values
+        from rllm_sweeps.report.pbt_plots import write_pbt_plots
+
+        paths = write_pbt_plots(report, out_dir)
+    else:
+        paths = plot_learning_curves(report, out_dir) + plot_metric_vs_params(report, out_dir)
     if report.study is not None:
         from rllm_sweeps.report.study import plot_study
 
         paths += plot_study(report.study, out_dir)
+    if report.confirmation is not None:
+        from rllm_sweeps.report.confirm_plot import plot_confirmation
+
+        paths += plot_confirmation(report, out_dir)
     return paths
 
 

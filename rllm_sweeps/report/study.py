@@ -160,7 +160,8 @@ def _searched(best: BestTrial) -> str:
 
 def plot_study(summary: StudySummary, out_dir: Path) -> list[Path]:
     """Optuna's matplotlib plots of the study, as PNG files in `out_dir`; the paths written.
-    A plot that has nothing to show (no completed trial, no intermediate value) is skipped."""
+    A plot that has nothing to show (no completed trial, no intermediate value; a history of fewer
+    than two completed trials) is skipped."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: never open a window
@@ -184,30 +185,35 @@ def plot_study(summary: StudySummary, out_dir: Path) -> list[Path]:
     if several:
         plots = [p for p in plots if p[0] != PLOTS[1]]  # Optuna reports no intermediate values then
     paths = []
-    for filename, draw in plots:
-        if filename == PLOTS[1] and not any(t.intermediate_values for t in study.get_trials(deepcopy=False)):
-            continue
-        if filename in (PLOTS[0], PLOTS[2]) and not summary.best:
-            continue  # nothing completed yet
-        if filename == PLOTS[2] and not summary.importances:
-            continue
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # Optuna marks its matplotlib plots experimental
-                ax = draw()
-        except (ValueError, RuntimeError):  # nothing to draw yet
-            continue
-        figure = ax.figure if hasattr(ax, "figure") else ax.flat[0].figure
-        if filename in (PLOTS[0], PLOTS[1]):  # trials and steps are whole numbers
-            from matplotlib.ticker import MaxNLocator
+    # Optuna's plots set the ggplot style globally (plt.style.use): kept inside, or every later
+    # figure of the process (confirmation.png, another sweep's report) turns grey.
+    with matplotlib.rc_context():
+        for filename, draw in plots:
+            if filename == PLOTS[1] and not any(t.intermediate_values for t in study.get_trials(deepcopy=False)):
+                continue
+            if filename in (PLOTS[0], PLOTS[2]) and not summary.best:
+                continue  # nothing completed yet
+            if filename == PLOTS[0] and summary.counts.get("complete", 0) < 2:
+                continue  # Optuna draws completed trials only: one is a lone dot, not a history
+            if filename == PLOTS[2] and not summary.importances:
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # Optuna marks its matplotlib plots experimental
+                    ax = draw()
+            except (ValueError, RuntimeError):  # nothing to draw yet
+                continue
+            figure = ax.figure if hasattr(ax, "figure") else ax.flat[0].figure
+            if filename in (PLOTS[0], PLOTS[1]):  # trials and steps are whole numbers
+                from matplotlib.ticker import MaxNLocator
 
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        figure.set_size_inches(7.5, 4.5)
-        figure.tight_layout()
-        path = out_dir / filename
-        figure.savefig(path, dpi=110)
-        plt.close(figure)
-        paths.append(path)
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            figure.set_size_inches(7.5, 4.5)
+            figure.tight_layout()
+            path = out_dir / filename
+            figure.savefig(path, dpi=110)
+            plt.close(figure)
+            paths.append(path)
     return paths
 
 
