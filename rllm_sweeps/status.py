@@ -77,9 +77,19 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
                 "attempts": str(len(runs)),  # process starts, SLURM's requeues included
                 "restarts": str(result.restarts if result else 0),  # resumes from a checkpoint
                 "retries": str(result.retries if result else 0),  # after infrastructure failures
+                "exported": _exported(result),  # the policies it exported (export/), or none
             }
         )
     return rows
+
+
+def _exported(result: JobResult | None) -> str:
+    """'final+best', 'final', 'none' (a job that says why: result.json's exports.not_exported) or '-'."""
+    if result is None:
+        return "-"
+    exports = result.exports
+    which = [name for name, policy in (("final", exports.final), ("best", exports.best)) if policy is not None]
+    return "+".join(which) or ("none" if exports.not_exported else "-")
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -98,6 +108,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     print("  ".join(c.ljust(widths[c]) for c in columns))
     for row in rows:
         print("  ".join(row[c].ljust(widths[c]) for c in columns))
+    from rllm_sweeps.report.model import build_report
+
+    best = build_report(sweep_dir).best_model
+    if best is not None:
+        print(best.line())
     return 0
 
 

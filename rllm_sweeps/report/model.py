@@ -32,6 +32,7 @@ from rllm_sweeps.records.status import (
     FailureKind,
     JobStatus,
 )
+from rllm_sweeps.report.best_model import BestModel, best_model
 from rllm_sweeps.report.confirm_stats import confirm
 from rllm_sweeps.report.confirmation import ConfirmationReport, ConfirmedPoint
 from rllm_sweeps.report.reruns import RerunRow, read_reruns
@@ -140,6 +141,7 @@ class Report:
     zipped: list[list[str]] = field(default_factory=list)  # parameters that vary together (the spec's zip)
     confirmation: ConfirmationReport | None = None  # sweep.confirm: the top points re-run with fresh seeds
     reruns: list[RerunRow] = field(default_factory=list)  # `rllm-sweeps rerun`'s jobs, apart from the sweep's
+    best_model: BestModel | None = None  # the winner job's exported policy (report/best_model.py)
 
     @property
     def has_seeds(self) -> bool:
@@ -200,7 +202,7 @@ def build_report(sweep_dir: Path | str) -> Report:
     command = manifest.get("command")
     parameters = plan.spec.get("parameters") or {}
     log_axes = [k for k, v in parameters.items() if isinstance(v, dict) and "log" in str(v.get("distribution") or "")]
-    return Report(
+    report = Report(
         sweep_dir=sd.path,
         sweep_id=str(manifest["sweep_id"]) if manifest.get("sweep_id") is not None else None,
         command=[str(c) for c in command] if isinstance(command, list) else None,
@@ -222,6 +224,8 @@ def build_report(sweep_dir: Path | str) -> Report:
         confirmation=read_confirmation(sd.path, points, metrics[0]) if metrics else None,
         reruns=read_reruns(sd.path, metrics[0] if metrics else None),
     )
+    report.best_model = best_model(report)
+    return report
 
 
 def read_confirmation(sweep_dir: Path, points: list[PointRow], metric: Metric) -> ConfirmationReport | None:
