@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rllm_sweeps.records.layout import SweepPaths
@@ -152,7 +153,35 @@ def test_a_rerun_or_plan_out_inside_a_sweeps_records_is_refused_rc2(finished_swe
         assert proc.returncode == 2 and "inside the records of sweep" in proc.stderr, proc.stderr
         plan = cli("plan", "trainer.lr=1e-3,3e-3", "--out", str(out / "plan.json"))
         assert plan.returncode == 2 and "inside the records of sweep" in plan.stderr, plan.stderr
+        export = cli("export", str(finished_sweep), "--best", "--out", str(out / "model"))
+        assert export.returncode == 2 and "inside the records of sweep" in export.stderr, export.stderr
     assert files(finished_sweep) == before
+
+
+def test_export_best_merge_of_a_finished_sweep_writes_a_checkpoint_with_its_winners_adapter_logprobs(
+    finished_sweep, tmp_path
+):
+    from policy_logprobs import ATOL, adapter_logprobs, fixed_tokens, merged_logprobs
+
+    from rllm_sweeps.models.merge import adapter_base_model
+    from rllm_sweeps.report.model import build_report
+
+    before = files(finished_sweep, skip=("report",))
+    out = tmp_path / "model"
+    proc = cli("export", str(finished_sweep), "--best", "--merge", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert files(finished_sweep, skip=("report",)) == before  # nothing written into the sweep
+    best = build_report(finished_sweep).best_model
+    assert best is not None and best.adapter is not None and f"job {best.job_dir.name}" in proc.stdout
+    tokens, n_prompt = fixed_tokens(out)  # the merged checkpoint's own tokenizer and chat template
+    merged = merged_logprobs(out, tokens, n_prompt)
+    assert np.allclose(
+        merged, adapter_logprobs(best.adapter, adapter_base_model(best.adapter), tokens, n_prompt), atol=ATOL
+    )
+    # The report and status say where the best model is.
+    assert f"best model: {best.adapter} (job {best.job_dir.name}" in cli("report", str(finished_sweep)).stdout
+    status = cli("status", str(finished_sweep)).stdout
+    assert f"best model: {best.adapter}" in status and "final+best" in status
 
 
 def test_resume_mode_disable_over_a_completed_job_moves_its_records_aside_byte_identical(tmp_path):

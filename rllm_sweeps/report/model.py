@@ -32,7 +32,7 @@ from rllm_sweeps.records.status import (
     FailureKind,
     JobStatus,
 )
-from rllm_sweeps.report.best_model import BestModel, best_model
+from rllm_sweeps.report.best_model import BestModel
 from rllm_sweeps.report.confirm_stats import confirm
 from rllm_sweeps.report.confirmation import ConfirmationReport, ConfirmedPoint
 from rllm_sweeps.report.reruns import RerunRow, read_reruns
@@ -250,6 +250,36 @@ def read_confirmation(sweep_dir: Path, points: list[PointRow], metric: Metric) -
     return ConfirmationReport(metric, confirm(replicates, maximize=metric.goal == "maximize"), confirmed, seeds)
 
 
+def best_model(report: Report) -> BestModel | None:
+    """The sweep's winner and its exported final policy (report/best_model.py says which job), or None
+    while no completed job reports the sweep's metric."""
+    if not report.best:
+        return None
+    metric, top = report.best[0].metric, report.best[0].point
+    rows = [j for j in report.jobs if j.index in top.jobs]
+    why = f"the sweep's best point by {metric.name}"
+    confirmed = report.confirmation.winner if report.confirmation is not None else None
+    if confirmed is not None:
+        stage = build_report(SweepPaths(report.sweep_dir).confirm.root)
+        point_id = next(p.point_id for p in report.points if p.point_index == confirmed.point_index)
+        rows = [j for j in stage.jobs if j.point_id == point_id]
+        rows += [j for j in report.jobs if j.point_index == confirmed.point_index]
+        why = f"the confirmed best ({confirmed.name}) by {metric.name}"
+    done = [j for j in rows if j.status == JobStatus.COMPLETED and metric.name in j.final and j.job_dir is not None]
+    if not done:
+        return None
+    winner = done[0]
+    for row in done[1:]:
+        if metric.better(row.final[metric.name], winner.final[metric.name]):
+            winner = row
+    assert winner.job_dir is not None
+    result = JobResult.read(winner.job_dir)
+    final = result.exports.final if result is not None else None
+    adapter = winner.job_dir / final.path if final is not None else None
+    why_none = result.exports.not_exported if result is not None else None
+    return BestModel(winner.job_dir, metric, winner.final[metric.name], why, adapter, why_none)
+
+
 def _key_of(element: str) -> str:
     """The config key of an override's left side: '+a.b@pkg' -> 'a.b'."""
     return override_key(element).split("@", 1)[0]
@@ -427,6 +457,7 @@ __all__ = [
     "JobRow",
     "PointRow",
     "Report",
+    "best_model",
     "best_point",
     "build_report",
 ]
