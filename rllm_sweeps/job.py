@@ -164,6 +164,7 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         resume_from = find_resume_point(cfg, job_dir)
         if resume_from is not None and previous is not None:
             result.restarts = previous.restarts + 1
+            result.exports = previous.exports  # on disk until this run exports (or discards) its own
         JobPaths(job_dir).config.write_text(OmegaConf.to_yaml(cfg, resolve=True))
         result.write(job_dir)
         where = f" (resuming from {resume_from.name})" if resume_from else ""
