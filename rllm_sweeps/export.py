@@ -87,7 +87,10 @@ def exported(chosen: Chosen, which: str) -> Path:
     policy: ExportedPolicy | None = exports.final if which == FINAL_POLICY else exports.best
     if policy is None:
         why = exports.not_exported or (
-            "it validated after no training step" if which == BEST_POLICY and exports.final else "it exported none"
+            "it validated after no training step"
+            if which == BEST_POLICY and exports.final
+            else f"it exported none (still running, or run before jobs exported their policy: "
+            f"`rllm-sweeps rerun {chosen.job_dir}` trains it again)"
         )
         raise ExportRefused(f"{chosen.why} has no {which} policy: {why}")
     adapter = chosen.job_dir / policy.path

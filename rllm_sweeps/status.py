@@ -93,7 +93,8 @@ def _exported(result: JobResult | None) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    """Per job of a sweep: scheduler id, state, node(s), GPUs, elapsed, last metric, restarts, retries."""
+    """Per job of a sweep: scheduler id, state, node(s), GPUs, elapsed, last metric, restarts, retries,
+    exported policies; then where the best model is."""
     sweep_dir = Path(args.sweep_dir)
     if (problem := not_a_sweep_dir(sweep_dir)) is not None:
         print(f"error: {problem}", file=sys.stderr)
@@ -109,8 +110,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(row[c].ljust(widths[c]) for c in columns))
     from rllm_sweeps.report.model import build_report
+    from rllm_sweeps.report.sweepdir import ReportError
 
-    best = build_report(sweep_dir).best_model
+    try:  # where the winner's model is; a plan.json the report cannot read leaves the table as it is
+        best = build_report(sweep_dir).best_model
+    except ReportError:
+        best = None
     if best is not None:
         print(best.line())
     return 0

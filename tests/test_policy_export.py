@@ -16,7 +16,7 @@ from policy_logprobs import ATOL, adapter_logprobs, engine_logprobs, fixed_token
 from rllm_sweeps.cli import main
 from rllm_sweeps.models.merge import adapter_base_model
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
-from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.records.result import JobResult, PolicyExports
 from rllm_sweeps.report.model import build_report
 
 pytestmark = pytest.mark.slow
@@ -150,3 +150,18 @@ def test_export_refuses_an_output_that_holds_files_rc2(default_job, tmp_path, ca
     assert main(["export", str(default_job), "--out", str(tmp_path)]) == 2
     assert "exists and is not an empty directory: give a new --out" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["kept.txt"]
+
+
+@pytest.mark.parametrize(
+    ("exports", "says"),
+    [
+        (PolicyExports(), "has no final policy: it exported none (still running, or run before"),
+        (PolicyExports(not_exported="nothing exported: training diverged at step 1"), "training diverged at step 1"),
+    ],
+)
+def test_export_of_a_job_that_exported_nothing_is_refused_rc2_saying_why(tmp_path, capsys, exports, says):
+    job = tmp_path / "job"
+    JobResult(status="failed", config_hash="abc", steps=1, exports=exports).write(job)
+    assert main(["export", str(job), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and says in err and not (tmp_path / "out").exists()
