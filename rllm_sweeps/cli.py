@@ -1,4 +1,4 @@
-"""The `rllm-sweeps` command: keys, validate, plan, report, status, rerun, warm."""
+"""The `rllm-sweeps` command: keys, validate, plan, report, status, rerun, export, warm."""
 
 from __future__ import annotations
 
@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     from rllm_sweeps.rerun import add_rerun_parser
 
     add_rerun_parser(sub)
+    from rllm_sweeps.export import add_export_parser
+
+    add_export_parser(sub)
     from launchers.warm_command import add_warm_parser
 
     add_warm_parser(sub)

@@ -164,17 +164,23 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         resume_from = find_resume_point(cfg, job_dir)
         if resume_from is not None and previous is not None:
             result.restarts = previous.restarts + 1
+            result.exports = previous.exports  # on disk until this run exports (or discards) its own
         JobPaths(job_dir).config.write_text(OmegaConf.to_yaml(cfg, resolve=True))
         result.write(job_dir)
         where = f" (resuming from {resume_from.name})" if resume_from else ""
         print(f"job {chash} in {job_dir}{where}", flush=True)
         with stop:
-            result.record_training(_train(cfg, job_dir, resume_from, stop, fence, launch), stop_requested=bool(stop))
+            summary = _train(cfg, job_dir, resume_from, stop, fence, launch, previous)
+            result.record_training(summary, stop_requested=bool(stop))
     except KeyboardInterrupt as err:
         result.status, result.error = JobStatus.PREEMPTED, f"stopped by {err}"
     except Diverged as err:  # not a bug: the message says where and what to try, no traceback
+        from rllm_sweeps.training.policy_export import discard_exports
+
         result.status, result.failure_kind = JobStatus.FAILED, FailureKind.DIVERGED
         result.divergence, result.error = err.divergence, str(err)
+        why = f"nothing exported: training diverged at step {err.divergence.step}, the policy's weights are not finite"
+        result.exports = discard_exports(JobPaths(job_dir), why)
     except Exception as err:  # recorded; the caller turns it into the exit status
         result.status = JobStatus.FAILED
         result.error = "".join(traceback.format_exception(err))[-4000:]
@@ -217,6 +223,7 @@ def _train(
     stop: StopRequested,
     fence: AttemptFence,
     launch: JobLaunch | None,
+    previous: JobResult | None,
 ) -> TrainingSummary:
     """Ray up (where used), backend, loop; returns the loop's summary. Ray goes down on every exit."""
     from rllm_sweeps.data.task import job_task, job_workflow
@@ -227,6 +234,7 @@ def _train(
     from rllm_sweeps.trackers import make_trackers
     from rllm_sweeps.training.checkpoints import checkpoint_name
     from rllm_sweeps.training.loop import LoopHooks, RLTrainer
+    from rllm_sweeps.training.policy_export import PolicyExporter
     from rllm_sweeps.training.settings import LoopSettings
     from rllm_sweeps.training.trial import TrialReporter
     from rllm_sweeps.workflows import read_workflow
@@ -272,6 +280,10 @@ def _train(
         if resume_from is not None:
             first_step = trainer.load_checkpoint(resume_from).step
         metrics_log = MetricsLog(job_dir, resume_from_step=first_step if resume_from else None)
+        # The final and best policies as PEFT adapters (export/); the best by the sweep's first metric.
+        metric, goal = judged_metrics(launch)[0]
+        earlier = previous.exports if previous is not None and resume_from is not None else None
+        exporter = PolicyExporter(JobPaths(job_dir), trainer.policy, metric, goal, earlier, first_step)
         trackers = make_trackers(
             [cfg.trainer.logger] if isinstance(cfg.trainer.logger, str) else list(cfg.trainer.logger),
             job_dir,
@@ -297,6 +309,7 @@ def _train(
         def on_validation_end(metrics: dict) -> None:
             metrics_log.append({"kind": "val", "time": time.time(), **metrics})
             vals.append(metrics)
+            exporter.on_validation(metrics)
             for t in trackers:
                 t.log(metrics, metrics["step"])
             if trial is not None:
@@ -329,6 +342,8 @@ def _train(
             # A superseded attempt saves nothing: the job's new attempt owns the checkpoints.
             if should_stop() and first_step < trainer.state.step < trainer.total_steps and fence.current():
                 trainer.save_checkpoint(JobPaths(job_dir).checkpoints / checkpoint_name(trainer.state.step))
+            if fence.current():  # completed, pruned or stopped at a step boundary: what it has
+                exporter.export_final(trainer.state.step)
         finally:
             stop.in_training = False
             metrics_log.close()
@@ -346,6 +361,7 @@ def _train(
         processes=built.processes,
         nodes=n_nodes,
         pruned_at=trial.pruned_at if trial is not None else None,
+        exports=exporter.exports,
     )
 
 

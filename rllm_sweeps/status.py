@@ -77,13 +77,24 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
                 "attempts": str(len(runs)),  # process starts, SLURM's requeues included
                 "restarts": str(result.restarts if result else 0),  # resumes from a checkpoint
                 "retries": str(result.retries if result else 0),  # after infrastructure failures
+                "exported": _exported(result),  # the policies it exported (export/), or none
             }
         )
     return rows
 
 
+def _exported(result: JobResult | None) -> str:
+    """'final+best', 'final', 'none' (a job that says why: result.json's exports.not_exported) or '-'."""
+    if result is None:
+        return "-"
+    exports = result.exports
+    which = [name for name, policy in (("final", exports.final), ("best", exports.best)) if policy is not None]
+    return "+".join(which) or ("none" if exports.not_exported else "-")
+
+
 def cmd_status(args: argparse.Namespace) -> int:
-    """Per job of a sweep: scheduler id, state, node(s), GPUs, elapsed, last metric, restarts, retries."""
+    """Per job of a sweep: scheduler id, state, node(s), GPUs, elapsed, last metric, restarts, retries,
+    exported policies; then where the best model is."""
     sweep_dir = Path(args.sweep_dir)
     if (problem := not_a_sweep_dir(sweep_dir)) is not None:
         print(f"error: {problem}", file=sys.stderr)
@@ -98,6 +109,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     print("  ".join(c.ljust(widths[c]) for c in columns))
     for row in rows:
         print("  ".join(row[c].ljust(widths[c]) for c in columns))
+    from rllm_sweeps.report.model import build_report
+    from rllm_sweeps.report.sweepdir import ReportError
+
+    try:  # where the winner's model is; a plan.json the report cannot read leaves the table as it is
+        best = build_report(sweep_dir).best_model
+    except ReportError:
+        best = None
+    if best is not None:
+        print(best.line())
     return 0
 
 

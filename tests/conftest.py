@@ -11,7 +11,10 @@ wall-clock time are marked `timed` and run alone after the parallel part (see th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from finished_sweeps import run_finished_sweep
 from slurm_fixtures import local_slurm, local_slurm_netns, slurm_env  # noqa: F401
 
 NETNS_CLUSTER_GROUP = "slurm-2-nodes"
@@ -20,9 +23,15 @@ SHARED_FIXTURE_GROUPS = {
     "backend_and_tokenizer": "jax-backend",  # tests/test_jax_engine_reads.py: a JaxBackend, compiled
     "jax_trainings": "jax-backend",  # tests/test_jax_engine_reads.py: the trainings on it that several tests compare
     "example": "optuna-example",  # tests/test_optuna.py: the shipped 12-trial study, run once
-    "finished_sweep": "kept-grid",  # tests/test_sweep_records_kept.py: a finished 2-job grid
+    "finished_sweep": "kept-grid",  # finished_sweeps.py: a finished 2-job grid (records and export tests)
     "finished_optuna": "kept-optuna",  # tests/test_sweep_records_kept.py: a finished 2-trial study
 }
+
+
+@pytest.fixture(scope="session")
+def finished_sweep(tmp_path_factory) -> Path:
+    """A grid of 2 quick jobs, run to the end once for every module that reads it (finished_sweeps.py)."""
+    return run_finished_sweep(tmp_path_factory.mktemp("kept"))
 
 
 def cluster_group(item: pytest.Item) -> str | None:

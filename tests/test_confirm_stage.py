@@ -63,6 +63,11 @@ def test_the_top_points_run_again_with_fresh_seeds_and_best_is_the_confirmed_bes
     assert "best val_reward_mean (maximize), confirmed: 0.6133" in text
     assert "point 1's lead over point 2 is significant" in text
     assert "the search's best val_reward_mean (maximize): 0.7 ± 0 (n=2) at point 2: trainer.lr=0.003" in text
+    # The best model: of the confirmed point's jobs (the stage's and the search's), the best final one.
+    best = report.best_model
+    assert best.job_dir.resolve() == job_dir_for(stage_dir, jobs[5]).resolve() and best.value == 0.63
+    assert best.why == "the confirmed best (point 1) by val_reward_mean"
+    assert best.adapter is None and "best model: none (not exported)" in text  # these records exported none
 
 
 def test_the_dry_run_budgets_the_confirmation_jobs_and_bad_settings_are_refused() -> None:

@@ -81,12 +81,16 @@ def test_a_job_writes_its_records_and_a_rerun_after_sigterm_resumes_continuously
     assert proc.returncode == 143, out[-3000:]
     stopped = JobResult.read(job_dir)
     assert stopped.status == "preempted" and 2 <= stopped.steps < 6
+    # A stopped job exports what it had: its policy at the step it stopped at (issue 55).
+    assert stopped.exports.final is not None and stopped.exports.final.step == stopped.steps
+    assert (job_dir / stopped.exports.final.path / "adapter_model.safetensors").is_file()
 
     again = run_job(job_dir, *overrides)
     assert again.returncode == 0, again.stdout[-3000:]
     assert "resuming from step_" in again.stdout
     result = JobResult.read(job_dir)
     assert result.status == "completed" and result.steps == 6 and result.restarts == 1
+    assert result.exports.final.step == 6 and result.exports.best.step in (3, 6)  # validated at 0, 3, 6
     assert result.attempts == 2  # two process starts: the interrupted one and the resumed one
     assert train_steps(job_dir) == [1, 2, 3, 4, 5, 6]
     # The validation history (and so the best) spans both attempts, not only the resumed one.

@@ -94,6 +94,10 @@ def test_asha_prunes_a_trial_at_a_validation_before_its_last_step(example):
         assert result.status == "pruned" and result.steps == max(trial.intermediate_values)
         # Stopped cleanly at that step: a checkpoint of it, and the job's Ray processes gone.
         assert (sweep_dir / "jobs" / job / "checkpoints" / f"step_{result.steps}").is_dir()
+        # It exports what it had: its policy at that step (issue 55).
+        final = result.exports.final
+        assert final is not None and final.step == result.steps
+        assert (sweep_dir / "jobs" / job / final.path / "adapter_model.safetensors").is_file()
         for pid in json.loads((sweep_dir / "jobs" / job / "ray.json").read_text())["pids"]:
             assert not Path(f"/proc/{pid}").exists()
 

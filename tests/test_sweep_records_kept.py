@@ -7,36 +7,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from finished_sweeps import GRID, QUICK, REPO, run, sweep
 
 from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.manifest import SweepManifest
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-QUICK = ["trainer.total_batches=2", "trainer.val_before_train=false", "trainer.test_freq=0", "task.dataset.val_size=8"]
-QUICK += ["data.train_batch_size=8", "rollout.n=4"]
-GRID = ["trainer.lr=1e-3,3e-3"]
 OPTUNA = ["+sweep=lr_optuna", "sweep.budget=2", "sweep.parallel=2", "trainer.total_batches=2", "trainer.test_freq=1"]
 OPTUNA += ["data.train_batch_size=8", "task.dataset.val_size=8"]
-
-
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO)}
-
-
-def run(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(args, cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout)
-
-
-def sweep(sweep_dir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return run([sys.executable, str(REPO / "train.py"), "-m", *args, f"hydra.sweep.dir={sweep_dir}"], timeout)
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -56,15 +40,6 @@ def files(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
 def own_lines(report: str) -> list[str]:
     """A report's lines but the reruns' (and blank ones)."""
     return [line for line in report.splitlines() if line.strip() and not line.startswith(("Reruns", "  rerun "))]
-
-
-@pytest.fixture(scope="module")
-def finished_sweep(tmp_path_factory) -> Path:
-    """A grid of 2 quick jobs, run to the end once for the tests below."""
-    sweep_dir = tmp_path_factory.mktemp("kept") / "grid"
-    proc = sweep(sweep_dir, *QUICK, *GRID)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return sweep_dir
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +127,8 @@ def test_a_rerun_or_plan_out_inside_a_sweeps_records_is_refused_rc2(finished_swe
         assert proc.returncode == 2 and "inside the records of sweep" in proc.stderr, proc.stderr
         plan = cli("plan", "trainer.lr=1e-3,3e-3", "--out", str(out / "plan.json"))
         assert plan.returncode == 2 and "inside the records of sweep" in plan.stderr, plan.stderr
+        export = cli("export", str(finished_sweep), "--best", "--out", str(out / "model"))
+        assert export.returncode == 2 and "inside the records of sweep" in export.stderr, export.stderr
     assert files(finished_sweep) == before
 
 

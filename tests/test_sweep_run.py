@@ -122,6 +122,11 @@ def test_a_job_whose_loss_turns_nan_fails_diverged_with_step_and_quantity_and_it
     assert diverged.divergence.where.startswith("mini batch ") and diverged.error.endswith(DIVERGED_FIX)
     checkpoints = tmp_path / "jobs" / name / "checkpoints"
     assert not checkpoints.exists() or not any(checkpoints.iterdir())
+    # It exports nothing, and says why (issue 55); the completed job exported its policy.
+    assert diverged.exports.final is None and diverged.exports.best is None
+    assert diverged.exports.not_exported.startswith("nothing exported: training diverged at step 1")
+    assert not (tmp_path / "jobs" / name / "export").exists()
+    assert by_status["completed"][1].exports.final is not None
     ends = [a for a in read_attempts(tmp_path / "jobs" / name) if a.exit_code is not None]
     assert ends and all(a.exit_code != 0 for a in ends)  # the job's process exited non-zero
     assert "1 failed" in proc.stdout and FailureKind.DIVERGED in (tmp_path / "report" / "jobs.csv").read_text()

@@ -15,7 +15,8 @@ submitit's `JobPaths`). Standard library only: reading a sweep directory must st
       jobs/<index:04d>-<hash[:8]>/      JobPaths: one job
         config.yaml, result.json, metrics.jsonl, job.log, node-K.log, attempts.jsonl, generation,
         launch.<generation>.json (what the sweeper hands each attempt, the last two kept: records/launch.py),
-        ray.json, ray-auth-token (0600), checkpoints/, work/, slurm/ (submitit's files of a job
+        ray.json, ray-auth-token (0600), checkpoints/, work/, export/final/ and export/best/ (the policy
+        as PEFT LoRA adapters: training/policy_export.py), slurm/ (submitit's files of a job
         submitted alone), .lock, skyrl/ (SkyRL's GPU trainer's own files: LoRA sync, logs, exports),
         .hydra/ (Hydra's record of the command), train.log (the job's Python log), schedule.json (settings
         per step range: records/schedule.py), pbt.json (a PBT trial's membership: pbt/membership.py),
@@ -46,6 +47,9 @@ CONFIRM_DIR = "confirm"
 HYDRA_DIR = ".hydra"
 RERUNS_DIR = "reruns"
 REPLACED_DIR = "replaced"
+EXPORT_DIR = "export"
+# The policies a job exports (training/policy_export.py): its last one, and its best by the judged metric.
+FINAL_POLICY, BEST_POLICY = "final", "best"
 DRY_RUN_PLAN_SUFFIX = ".dry-run-plan.json"
 # A job by hand with no override runs here, under outputs/<project>/<experiment>/ (an override
 # name always holds '=', so no command's name can be this one).
@@ -181,6 +185,15 @@ class JobPaths:
     def work(self) -> Path:
         """The backend's scratch space (sampler checkpoints)."""
         return self.root / "work"
+
+    @property
+    def export(self) -> Path:
+        """The job's exported policies, each a PEFT LoRA adapter directory (training/policy_export.py)."""
+        return self.root / EXPORT_DIR
+
+    def exported(self, which: str) -> Path:
+        """The adapter directory of policy `which` (FINAL_POLICY or BEST_POLICY)."""
+        return self.export / which
 
     @property
     def skyrl(self) -> Path:

@@ -37,6 +37,7 @@ class TrainingSummary:
     processes: int  # JAX processes
     nodes: int  # nodes of the job's Ray cluster
     pruned_at: int | None = None  # the step its Optuna trial's pruner stopped it at
+    exports: PolicyExports = field(default_factory=lambda: PolicyExports())  # the policies it exported
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,32 @@ class Divergence:
     def message(self) -> str:
         fix = NON_FINITE_REWARD_FIX if self.quantity == "reward" else DIVERGED_FIX
         return f"training diverged at step {self.step} ({self.where}): {self.quantity} is {self.value}; {fix}"
+
+
+@dataclass(frozen=True)
+class ExportedPolicy:
+    """One policy a job exported: a PEFT LoRA adapter directory (training/policy_export.py)."""
+
+    path: str  # the adapter's directory, relative to the job's (JobPaths.exported)
+    step: int  # training steps it had
+    metric: str | None = None  # the best policy: the metric it is best by
+    value: float | None = None  # the best policy: that metric's value at its validation
+
+
+@dataclass(frozen=True)
+class PolicyExports:
+    """The policies a job exported (none yet while it runs), or why it has none."""
+
+    final: ExportedPolicy | None = None  # the policy as training ended (completed, pruned or stopped)
+    best: ExportedPolicy | None = None  # the best by the job's judged metric, where it validated after a step
+    not_exported: str | None = None  # why there is no final policy (a diverged job's weights are not finite)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> PolicyExports:
+        def one(v: dict | None) -> ExportedPolicy | None:
+            return None if v is None else ExportedPolicy(**v)
+
+        return cls(final=one(d.get("final")), best=one(d.get("best")), not_exported=d.get("not_exported"))
 
 
 @dataclass
@@ -76,6 +103,7 @@ class JobResult:
     error: str | None = None  # the tail of the error, for failed jobs
     failure_kind: FailureKind | None = None  # for a failed job: whose fault
     divergence: Divergence | None = None  # for a diverged job: where its training first went non-finite
+    exports: PolicyExports = field(default_factory=PolicyExports)  # the policies it exported (export/)
     gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the job ran with (None: not set)
     retries: int = 0  # times the sweep launched the job again after an infrastructure failure
     retry_reasons: list[str] = field(default_factory=list)  # why, one line per retry
@@ -89,6 +117,8 @@ class JobResult:
         self.failure_kind = None if self.failure_kind is None else FailureKind(self.failure_kind)
         if isinstance(self.divergence, dict):
             self.divergence = Divergence(**self.divergence)
+        if isinstance(self.exports, dict):
+            self.exports = PolicyExports.from_dict(self.exports)
 
     def record_training(self, summary: TrainingSummary, stop_requested: bool) -> None:
         """What the training did, and the state it ended in. A stop that came after the last step
@@ -96,6 +126,7 @@ class JobResult:
         self.steps, self.final, self.best = summary.steps, summary.final, summary.best
         self.validations, self.phase_time_s = summary.validations, summary.phase_time_s
         self.backend, self.processes, self.nodes = summary.backend, summary.processes, summary.nodes
+        self.exports = summary.exports
         if stop_requested and not summary.finished:
             self.status = JobStatus.PREEMPTED
         else:

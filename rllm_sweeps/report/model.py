@@ -32,6 +32,7 @@ from rllm_sweeps.records.status import (
     FailureKind,
     JobStatus,
 )
+from rllm_sweeps.report.best_model import BestModel
 from rllm_sweeps.report.confirm_stats import confirm
 from rllm_sweeps.report.confirmation import ConfirmationReport, ConfirmedPoint
 from rllm_sweeps.report.reruns import RerunRow, read_reruns
@@ -140,6 +141,7 @@ class Report:
     zipped: list[list[str]] = field(default_factory=list)  # parameters that vary together (the spec's zip)
     confirmation: ConfirmationReport | None = None  # sweep.confirm: the top points re-run with fresh seeds
     reruns: list[RerunRow] = field(default_factory=list)  # `rllm-sweeps rerun`'s jobs, apart from the sweep's
+    best_model: BestModel | None = None  # the winner job's exported policy (report/best_model.py)
 
     @property
     def has_seeds(self) -> bool:
@@ -200,7 +202,7 @@ def build_report(sweep_dir: Path | str) -> Report:
     command = manifest.get("command")
     parameters = plan.spec.get("parameters") or {}
     log_axes = [k for k, v in parameters.items() if isinstance(v, dict) and "log" in str(v.get("distribution") or "")]
-    return Report(
+    report = Report(
         sweep_dir=sd.path,
         sweep_id=str(manifest["sweep_id"]) if manifest.get("sweep_id") is not None else None,
         command=[str(c) for c in command] if isinstance(command, list) else None,
@@ -222,6 +224,8 @@ def build_report(sweep_dir: Path | str) -> Report:
         confirmation=read_confirmation(sd.path, points, metrics[0]) if metrics else None,
         reruns=read_reruns(sd.path, metrics[0] if metrics else None),
     )
+    report.best_model = best_model(report)
+    return report
 
 
 def read_confirmation(sweep_dir: Path, points: list[PointRow], metric: Metric) -> ConfirmationReport | None:
@@ -244,6 +248,36 @@ def read_confirmation(sweep_dir: Path, points: list[PointRow], metric: Metric) -
         confirmed[name] = ConfirmedPoint(name, index, tuple(p.swept_overrides), len(rows), len(values))
     seeds = tuple(sorted({j.seed for j in stage.jobs if j.seed is not None}))
     return ConfirmationReport(metric, confirm(replicates, maximize=metric.goal == "maximize"), confirmed, seeds)
+
+
+def best_model(report: Report) -> BestModel | None:
+    """The sweep's winner and its exported final policy (report/best_model.py says which job), or None
+    while no completed job reports the sweep's metric."""
+    if not report.best:
+        return None
+    metric, top = report.best[0].metric, report.best[0].point
+    rows = [j for j in report.jobs if j.index in top.jobs]
+    why = f"the sweep's best point by {metric.name}"
+    confirmed = report.confirmation.winner if report.confirmation is not None else None
+    if confirmed is not None:
+        stage = build_report(SweepPaths(report.sweep_dir).confirm.root)
+        point_id = next(p.point_id for p in report.points if p.point_index == confirmed.point_index)
+        rows = [j for j in stage.jobs if j.point_id == point_id]
+        rows += [j for j in report.jobs if j.point_index == confirmed.point_index]
+        why = f"the confirmed best ({confirmed.name}) by {metric.name}"
+    done = [j for j in rows if j.status == JobStatus.COMPLETED and metric.name in j.final and j.job_dir is not None]
+    if not done:
+        return None
+    winner = done[0]
+    for row in done[1:]:
+        if metric.better(row.final[metric.name], winner.final[metric.name]):
+            winner = row
+    assert winner.job_dir is not None
+    result = JobResult.read(winner.job_dir)
+    final = result.exports.final if result is not None else None
+    adapter = winner.job_dir / final.path if final is not None else None
+    why_none = result.exports.not_exported if result is not None else None
+    return BestModel(winner.job_dir, metric, winner.final[metric.name], why, adapter, why_none)
 
 
 def _key_of(element: str) -> str:
@@ -423,6 +457,7 @@ __all__ = [
     "JobRow",
     "PointRow",
     "Report",
+    "best_model",
     "best_point",
     "build_report",
 ]

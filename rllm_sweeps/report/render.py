@@ -203,6 +203,8 @@ def render_table(report: Report, max_rows: int = MAX_ROWS) -> str:
         lines += _point_table(report, max_rows)
     lines += ["", report.status_line()]
     lines += best_lines(report)
+    if report.best_model is not None:
+        lines.append(report.best_model.line())
     if report.study is not None:
         lines += study_lines(report.study)
     if report.confirmation is not None:
@@ -320,6 +322,9 @@ def render_markdown(report: Report, plots: Sequence[Path] = ()) -> str:
     for m in report.metrics:
         if m.name not in have:
             lines += [f"**{m.name}** ({m.goal}): none yet (no completed job reports it)", ""]
+    if report.best_model is not None:
+        lines += [report.best_model.line().replace("best model:", "**Best model:**", 1), ""]
+        lines += ["```", f"rllm-sweeps export {report.sweep_dir} --best --merge --out DIR", "```", ""]
 
     if report.confirmation is not None:
         head, *rest = confirmation_lines(report.confirmation)

@@ -102,6 +102,12 @@ class Policy:
                 else:
                     p.unlink(missing_ok=True)
 
+    def save_sampler_weights(self, path: Path) -> None:
+        """SkyRL's sampler checkpoint of the policy, written to ``path`` (an archive of a PEFT adapter;
+        training/policy_export.py unpacks it). ``persist``: the GPU trainer writes files only then."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.backend.save_sampler_checkpoint(path, self.model_id, persist=True)
+
     def save(self, path: Path) -> None:
         """The backend's training checkpoint of the policy (LoRA weights + optimizer state)."""
         self.backend.save_checkpoint(path, self.model_id)
