@@ -386,26 +386,6 @@ def _apart(values: Sequence[float], log: bool) -> bool:
     return min(b - a for a, b in zip(values, values[1:], strict=False)) >= (values[-1] - values[0]) / 8
 
 
-def write_plots(report: Report, out_dir: Path) -> list[Path]:
-    """Every plot of the report into `out_dir`; the paths written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if report.method == "pbt":  # its trials by their schedules, not their first values
-        from rllm_sweeps.report.pbt_plots import write_pbt_plots
-
-        paths = write_pbt_plots(report, out_dir)
-    else:
-        paths = plot_learning_curves(report, out_dir) + plot_metric_vs_params(report, out_dir)
-    if report.study is not None:
-        from rllm_sweeps.report.study import plot_study
-
-        paths += plot_study(report.study, out_dir)
-    if report.confirmation is not None:
-        from rllm_sweeps.report.confirm_plot import plot_confirmation
-
-        paths += plot_confirmation(report, out_dir)
-    return paths
-
-
 __all__ = [
     "LEARNING_CURVES",
     "learning_curves_figure",
@@ -416,5 +396,4 @@ __all__ = [
     "seed_band",
     "smooth",
     "spans_decade",
-    "write_plots",
 ]

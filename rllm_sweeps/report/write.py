@@ -26,7 +26,7 @@ def write_report(sweep_dir: Path | str, *, plots: bool = True, report: Report | 
     out.mkdir(parents=True, exist_ok=True)
     pngs: list[Path] = []
     if plots:
-        from rllm_sweeps.report.plots import write_plots
+        from rllm_sweeps.report.plot_set import write_plots
 
         pngs = write_plots(report, out)
         for stale in drawn_before(out) - {p.name for p in pngs}:
