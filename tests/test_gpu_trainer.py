@@ -79,3 +79,7 @@ def test_two_training_steps_of_the_default_loop_on_skyrls_fsdp_trainer(tmp_path)
     assert all(r["tokens_trained"] > 0 for r in steps)
     assert sorted(p.name for p in (job / "checkpoints").glob("step_*")) == ["step_2"]  # the newest 1 kept
     assert (job / "skyrl" / "logs").is_dir()  # SkyRL's own files stay in the job's directory
+    # The trained policy exported as a PEFT adapter through SkyRL's trainer's own writer (issue 55).
+    final = result.exports.final
+    assert final is not None and final.step == 2
+    assert {"adapter_config.json", "adapter_model.safetensors"} <= {p.name for p in (job / final.path).iterdir()}

@@ -7,6 +7,7 @@ is the default job (lr 1e-3) with 2 quick steps."""
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -165,3 +166,37 @@ def test_export_of_a_job_that_exported_nothing_is_refused_rc2_saying_why(tmp_pat
     assert main(["export", str(job), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and says in err and not (tmp_path / "out").exists()
+
+
+def _vllm_prompt_logprobs(llm, tokens: list[int], n_prompt: int, lora=None) -> np.ndarray:
+    """vLLM's log-prob of each response token, read from its prompt log-probs of the whole sequence."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    params = SamplingParams(max_tokens=1, prompt_logprobs=0)
+    out = llm.generate(TokensPrompt(prompt_token_ids=tokens), params, lora_request=lora)
+    rows = out[0].prompt_logprobs  # one per prompt token, None for the first
+    return np.array([rows[i][tokens[i]].logprob for i in range(n_prompt, len(tokens))])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(find_spec("vllm") is None, reason="vLLM is not installed here (a CUDA machine with it)")
+def test_vllm_serves_the_merged_checkpoint_and_the_adapter_with_the_adapters_logprobs(default_job, logprobs, tmp_path):
+    """Where vLLM runs (not on this project's CPU or GPU machines: docs/REPORTS.md says so): the merged
+    export and the adapter through vLLM's LoRA support give the log-probs transformers + PEFT give."""
+    from vllm import LLM
+    from vllm.lora.request import LoRARequest
+
+    out = tmp_path / "merged"
+    assert main(["export", str(default_job), "--merge", "--out", str(out)]) == 0
+    tokens, n_prompt = logprobs["tokens"].tolist(), int(logprobs["n_prompt"])
+    merged = LLM(model=str(out), dtype="float32", enforce_eager=True, gpu_memory_utilization=0.3)
+    assert np.abs(_vllm_prompt_logprobs(merged, tokens, n_prompt) - logprobs["adapter"]).max() <= 10 * ATOL
+    del merged
+    adapter = default_job / JobResult.read(default_job).exports.final.path
+    base = LLM(
+        model=str(adapter_base_model(adapter)), dtype="float32", enforce_eager=True, enable_lora=True,
+        max_lora_rank=64, gpu_memory_utilization=0.3,
+    )  # fmt: skip
+    served = _vllm_prompt_logprobs(base, tokens, n_prompt, LoRARequest("policy", 1, str(adapter)))
+    assert np.abs(served - logprobs["adapter"]).max() <= 10 * ATOL
