@@ -26,9 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 # A command that hands itself over as train.py does, then reports what it sees.
 JOB = """
 if __name__ == "__main__":
+    import os, sys
     from launchers.warm_server import run_on_warm_server
 
-    run_on_warm_server(__file__)
+    run_on_warm_server([sys.executable, os.path.abspath(__file__)])
 import json, os, signal, sys, time
 from launchers.warm_start import is_forked_job
 

@@ -174,6 +174,7 @@ def test_jobs_whose_environment_a_preloaded_module_may_have_read_start_as_fresh_
     here = dict(os.environ)
     starter = WarmStarter(preload=LIGHT)
     assert starter.can_fork([python, script_path, "a=1"], {**here, "RLLM_SWEEPS_LAUNCH": "/j/launch.3.json"})
+    assert starter.can_fork([python, "-m", "rllm_sweeps", "a=1"], here)  # a sweep's job: the installed app
     assert starter.can_fork([python, script_path], {**here, "PYTHONPATH": "/somewhere"})
     # read at import by JAX, XLA, torch or transformers: those modules are already imported
     assert not starter.can_fork([python, script_path], {**here, "JAX_PLATFORMS": "cuda"})

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
-from rllm_sweeps.config.paths import REPO_ROOT, checkout_file
 from rllm_sweeps.config.planned import job_overrides, overrides_digest
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.launch import JobLaunch, OptunaTrial, launch_env
@@ -35,8 +34,7 @@ from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.spec import Metric
 from rllm_sweeps.sweeper_settings import SweeperSettings
 from rllm_sweeps.trackers import clock
-
-TRAIN = REPO_ROOT / "train.py"
+from rllm_sweeps.train import MODULE_PROGRAM
 
 
 @dataclass
@@ -264,9 +262,10 @@ class SweepRunner:
         if job.resources is None:  # only a plan.json read back without them has none, never a planned job
             raise ValueError(f"job {job.index} of {self.sweep_dir} has no resources to launch it with")
         overrides = job_overrides(job.overrides)
+        # The installed training app, with this sweeper's interpreter: the same code and configs on every node.
         argv = [
             sys.executable,
-            str(checkout_file(TRAIN)),
+            *MODULE_PROGRAM,
             *self.config_args,
             *overrides,
             f"hydra.run.dir={run.job_dir}",
