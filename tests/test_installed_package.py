@@ -86,6 +86,7 @@ def build_wheel(out: Path) -> Path:
     """`pip wheel .` of a copy of the checkout's sources (the build's own files stay out of the
     checkout), offline: setuptools from the running environment."""
     src = out / "src"
+    src.mkdir()
     for name in WHEEL_SOURCES:
         source = REPO / name
         if source.is_dir():
