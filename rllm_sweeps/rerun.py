@@ -15,11 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rllm_sweeps.app_command import app_command
 from rllm_sweeps.override_text import override_key
 from rllm_sweeps.records.layout import JobPaths, sweep_holding
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import read_schedule, write_schedule
-from rllm_sweeps.train import MODULE_PROGRAM
 
 
 def drift(recorded: JobResult, versions: dict[str, str], revision: str | None) -> list[str]:
@@ -70,8 +70,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         write_schedule(out, schedule)
     overrides = [o for o in recorded.overrides if not override_key(o).startswith("hydra.")]
     print(f"rerun of {job_dir} in {out}: train.py {' '.join(overrides)}", flush=True)
-    command = [sys.executable, *MODULE_PROGRAM, *overrides, f"hydra.run.dir={out}"]
-    return subprocess.run(command, check=False).returncode
+    return subprocess.run(app_command([*overrides, f"hydra.run.dir={out}"]), check=False).returncode
 
 
 def add_rerun_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

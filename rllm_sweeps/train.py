@@ -9,16 +9,16 @@ A train.py is three lines (docs: README, "Use it in your own project"):
         main()  # or main(config_dir="conf"): that directory (beside this file) on the search path too
 
 A sweep's jobs run as `python -m rllm_sweeps ARGS` with the sweeper's own interpreter
-(sweep/runner.py), the search path as their arguments: the same code and configs on every node.
+(app_command.py), the search path as their arguments: the same code and configs on every node.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
-MODULE_PROGRAM = ("-m", "rllm_sweeps")  # how a sweep's jobs run this app: `python -m rllm_sweeps ARGS`
 CONFIG_DIR_FLAGS = ("--config-dir", "-cd")
 CONFIG_PATH_FLAGS = ("--config-path", "-cp")
 
@@ -36,13 +36,17 @@ def main(config_dir: str | None = None) -> None:
 
 def module_main(args: list[str]) -> None:
     """`python -m rllm_sweeps ARGS` and `rllm-sweeps train ARGS`."""
-    run([sys.executable, *MODULE_PROGRAM], args)
+    from rllm_sweeps.app_command import app_command
+
+    run(app_command([]), args)
 
 
 def run(program: list[str], args: list[str]) -> None:
     """Run the app on `args`; `program` is the command that runs it again (`python SCRIPT` or
     `python -m rllm_sweeps`), for this machine's warm server."""
-    sys.argv[1:] = absolute_config_path(args)
+    from rllm_sweeps.config.source import config_path_from_cwd
+
+    sys.argv[1:] = absolute_config_path(args, config_path_from_cwd)
     from launchers.warm_server import run_on_warm_server
 
     run_on_warm_server(program)  # exits here if this machine's warm server ran the job (docs/JOBS.md)
@@ -65,20 +69,16 @@ def train(cfg: Any) -> dict:
     return run_hydra_job(cfg)
 
 
-def absolute_config_path(args: list[str]) -> list[str]:
-    """A relative `--config-path` made absolute from the working directory, as `--config-dir` is:
-    Hydra takes it relative to the app's file, which an installed app keeps in site-packages."""
+def absolute_config_path(args: list[str], absolute: Callable[[str], str]) -> list[str]:
+    """`args` with `--config-path`'s value made `absolute` (config/source.py: from the working
+    directory, as --config-dir; Hydra would take it relative to the app's file, in site-packages)."""
     out = list(args)
     for i, arg in enumerate(out):
         if arg in CONFIG_PATH_FLAGS and i + 1 < len(out):
-            out[i + 1] = config_path_from_cwd(out[i + 1])
+            out[i + 1] = absolute(out[i + 1])
         elif (flag := _flag_of(arg, CONFIG_PATH_FLAGS)) and arg.startswith(flag + "="):
-            out[i] = f"{flag}={config_path_from_cwd(arg[len(flag) + 1 :])}"
+            out[i] = f"{flag}={absolute(arg[len(flag) + 1 :])}"
     return out
-
-
-def config_path_from_cwd(path: str) -> str:
-    return path if path.startswith("pkg://") else os.path.abspath(path)
 
 
 def _flag_of(arg: str, flags: tuple[str, ...]) -> str | None:

@@ -24,7 +24,6 @@ from typing import Any
 
 from rllm_sweeps.config.paths import CONF_DIR, CONF_SEARCH_PATH
 from rllm_sweeps.override_text import override_key
-from rllm_sweeps.train import config_path_from_cwd
 
 CONFIG_NAME = "config"
 SEARCHPATH_KEY = "hydra.searchpath"
@@ -83,6 +82,12 @@ class ConfigSource:
         return self == ConfigSource()
 
 
+def config_path_from_cwd(path: str) -> str:
+    """--config-path as the training app takes it: a directory relative to the working directory (as
+    --config-dir), or a package (pkg://)."""
+    return path if path.startswith("pkg://") else os.path.abspath(path)
+
+
 def searchpath_override(overrides: Iterable[str]) -> str | None:
     """The first `hydra.searchpath=...` override (the one Hydra reads), or None."""
     return next((o for o in overrides if override_key(o) == SEARCHPATH_KEY), None)
@@ -102,4 +107,12 @@ def current_source() -> ConfigSource:
     return _current
 
 
-__all__ = ["CONFIG_NAME", "CONF_DIR", "ConfigSource", "current_source", "searchpath_override", "use_source"]
+__all__ = [
+    "CONFIG_NAME",
+    "CONF_DIR",
+    "ConfigSource",
+    "config_path_from_cwd",
+    "current_source",
+    "searchpath_override",
+    "use_source",
+]
