@@ -16,7 +16,13 @@ CONF_PACKAGE = "rllm_sweeps.conf"
 CONF_SEARCH_PATH = f"pkg://{CONF_PACKAGE}"  # the primary config's place on Hydra's search path
 # A directory on disk (OmegaConf.load and Hydra's own readers take files): an installed or editable
 # package is one; a zipped install is not supported.
-CONF_DIR = Path(str(resources.files(CONF_PACKAGE)))
+try:
+    CONF_DIR = Path(str(resources.files(CONF_PACKAGE)))
+except ModuleNotFoundError as err:  # an editable install older than the mapping of conf/ onto the package
+    raise ModuleNotFoundError(
+        f"{CONF_PACKAGE} (the config tree) is not installed: install rllm-sweeps again "
+        "(`make setup`, or `pip install -e .` in the checkout)"
+    ) from err
 
 
 def is_sweep_file_path(name: str) -> bool:
