@@ -13,7 +13,7 @@ PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@if [ -z "$(PYTHON312)" ]; then echo "error: Python 3.12 not found (SkyRL needs it). Install it (e.g. 'pyenv install 3.12') and rerun make." >&2; exit 1; fi
 	@echo "Creating $(VENV) with $(PYTHON312) and installing rllm-sweeps (first time: a few minutes)..."
 	$(PYTHON312) -m venv $(VENV)

@@ -1,8 +1,8 @@
 """The asynchronous launcher contract the sweeper drives: submit, poll, cancel.
 
 A launcher never blocks on a batch: the sweeper keeps `parallel` jobs in flight and hands
-over the next job the moment one finishes. Each job is `python train.py OVERRIDES` in its
-own directory, so a job under a sweep is exactly a job run by hand (the local launcher forks it
+over the next job the moment one finishes. Each job is `python -m rllm_sweeps OVERRIDES` (the
+training app) in its own directory, so a job under a sweep is exactly a job run by hand (the local launcher forks it
 from a process that has the libraries imported already: launchers/warm_start.py).
 """
 
@@ -28,7 +28,7 @@ class JobState(enum.Enum):
 class LaunchRequest:
     index: int
     job_dir: Path
-    argv: list[str]  # the command, e.g. [python, train.py, *overrides, hydra.run.dir=...]
+    argv: list[str]  # the command, e.g. [python, -m, rllm_sweeps, *overrides, hydra.run.dir=...]
     resources: Resources  # resources.* of the job
     env: dict[str, str] = field(default_factory=dict)  # extra environment (PYTHONPATH, the launch record's path)
     generation: int = 0  # the attempt's generation (records/attempts.py; 0: not launched by a sweep)

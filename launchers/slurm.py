@@ -1,7 +1,7 @@
 """Jobs as SLURM jobs, through submitit (`hydra/launcher=slurm`).
 
-Each job is `python train.py OVERRIDES` run by submitit inside its allocation, with the
-resources derived from the job's own config (`resources.*`), so one sweep may mix job
+Each job is `python -m rllm_sweeps OVERRIDES` (the training app) run by submitit inside its
+allocation, with the resources derived from the job's own config (`resources.*`), so one sweep may mix job
 sizes. A sweep whose jobs are all known up front (grid, random) is queued at once as SLURM
 arrays, one per resource shape, throttled to `parallel` (`submit_array`); a search that
 decides as results arrive (Optuna) submits one job at a time (`submit`). Submissions are

@@ -1,5 +1,5 @@
-"""What runs inside a SLURM allocation: `python train.py ...`, stopped and requeued on a
-time limit or preemption (submitit calls `checkpoint()` on the signal).
+"""What runs inside a SLURM allocation: `python -m rllm_sweeps ...` (the training app), stopped and
+requeued on a time limit or preemption (submitit calls `checkpoint()` on the signal).
 
 submitit runs the callable once per node, and every node runs the same command: the job decides
 by its rank what it does there (rllm_sweeps/runtime/node_role.py). Rank 0's output goes to the
@@ -24,7 +24,7 @@ STOP_TIMEOUT_S = 60  # for the training process to reach a step boundary and sav
 
 
 class TrainCommand(submitit.helpers.Checkpointable):
-    """`python train.py ...` in the allocation; on a time limit or preemption: stop, requeue."""
+    """`python -m rllm_sweeps ...` in the allocation; on a time limit or preemption: stop, requeue."""
 
     def __init__(self, argv: list[str], env: dict[str, str], log: Path, generation: int = 0) -> None:
         self.argv = argv

@@ -271,7 +271,7 @@ def docs_table() -> str:
     return "\n".join(lines)
 
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "SLURM.md"
+DOC = Path("docs/SLURM.md")  # the checkout's, relative to its root (where a developer writes it)
 MARK_BEGIN = "<!-- submitit table: python -m launchers.submitit_fields --write -->"
 MARK_END = "<!-- end of the submitit table -->"
 

@@ -103,9 +103,10 @@ class ServerInfo:
 # ---- the client: train.py's first lines
 
 
-def run_on_warm_server(script: str) -> None:
-    """Hand `python SCRIPT ARGS` to this machine's warm server and exit with the job's exit code;
-    return at once (the caller runs the job itself) where no server takes it."""
+def run_on_warm_server(program: list[str]) -> None:
+    """Hand `PROGRAM ARGS` (`python SCRIPT` or `python -m MODULE`, rllm_sweeps/train.py) to this
+    machine's warm server and exit with the job's exit code; return at once (the caller runs the job
+    itself) where no server takes it."""
     if is_forked_job() or os.environ.get(WARM_SERVER_ENV, "on") == "off" or "SLURM_JOB_ID" in os.environ:
         return
     if any(arg in ("-m", "--multirun") for arg in sys.argv[1:]):
@@ -118,7 +119,7 @@ def run_on_warm_server(script: str) -> None:
         conn.settimeout(60)  # the server answers each request in turn, within milliseconds
         conn.connect(str(paths.socket))
         request = {
-            "argv": [sys.executable, os.path.abspath(script), *sys.argv[1:]],
+            "argv": [*program, *sys.argv[1:]],
             "cwd": os.getcwd(),
             "env": dict(os.environ),
             "unbuffered": bool(getattr(sys.stdout, "write_through", False)),

@@ -4,14 +4,15 @@ A job's process spends most of its start-up importing transformers, torch, JAX a
 backend (about 7 s of CPU on a 2-core machine, docs/BENCHMARKS.md), the same modules for every
 job of a sweep. The standard library's fork server (`multiprocessing`'s "forkserver" start
 method) imports them once, in a process with no threads of ours and no JAX backend yet, and
-forks each job from it. The job then runs the same `train.py`, with the same arguments,
+forks each job from it. The job then runs the same training app, with the same arguments,
 environment and working directory, as `python train.py ...` would: a job under a sweep is
 still exactly a job run by hand, only its imports are already done.
 
-A job is started cold (`subprocess`) instead when its command is not `python SCRIPT.py ...`,
-when its environment differs from the fork server's in a variable a pre-imported module may
-have read at import (anything but `PYTHONPATH`, this project's `RLLM_*` variables, which are
-read when used, and the shell's own `_`, `PWD`, `OLDPWD`, `SHLVL`), or when
+A job is started cold (`subprocess`) instead when its command is neither `python SCRIPT.py ...`
+nor `python -m MODULE ...` (a sweep's job: `python -m rllm_sweeps ...`), when its environment
+differs from the fork server's in a variable a pre-imported module may have read at import
+(anything but `PYTHONPATH`, this project's `RLLM_*` variables, which are read when used, and the
+shell's own `_`, `PWD`, `OLDPWD`, `SHLVL`), or when
 `RLLM_SWEEPS_WARM_START=off`. A job run by hand is forked the same way by this machine's warm
 server (launchers/warm_server.py), with the same rule.
 """
@@ -68,7 +69,7 @@ class WarmStarter:
         self.server_env: dict[str, str] | None = None
 
     def can_fork(self, argv: list[str], env: dict[str, str]) -> bool:
-        if not self.enabled or len(argv) < 2 or argv[0] != sys.executable or not argv[1].endswith(".py"):
+        if not self.enabled or argv[0] != sys.executable or program_of(argv) is None:
             return False
         server_env = self.server_env if self.server_env is not None else dict(os.environ)
         changed = {k for k in server_env.keys() | env.keys() if server_env.get(k) != env.get(k)}
@@ -141,25 +142,41 @@ def run_script(argv: list[str], env: dict[str, str], log: str) -> None:
     run_as_main(argv, env, unbuffered=bool(env.get("PYTHONUNBUFFERED")))
 
 
+def program_of(argv: list[str]) -> tuple[str, str] | None:
+    """("script", PATH) for `python PATH.py ARGS`, ("module", NAME) for `python -m NAME ARGS` (a sweep's
+    jobs: `python -m rllm_sweeps`), None for any other command (it starts cold)."""
+    if len(argv) >= 3 and argv[1] == "-m":
+        return ("module", argv[2])
+    if len(argv) >= 2 and argv[1].endswith(".py"):
+        return ("script", argv[1])
+    return None
+
+
 def run_as_main(argv: list[str], env: dict[str, str], unbuffered: bool, base_path: list[str] | None = None) -> None:
-    """Become `argv` (`python SCRIPT.py ARGS`) with `env`, on file descriptors 0-2 as set up by
-    the caller, and run SCRIPT as `__main__`, as the interpreter would: raises SystemExit with
-    the script's exit code. `base_path`: sys.path after the script's own entries (default: this
-    process's)."""
+    """Become `argv` (`python SCRIPT.py ARGS` or `python -m MODULE ARGS`) with `env`, on file
+    descriptors 0-2 as set up by the caller, and run SCRIPT or MODULE as `__main__`, as the
+    interpreter would: raises SystemExit with its exit code. `base_path`: sys.path after the
+    program's own entries (default: this process's)."""
     global _forked_job
     _forked_job = True
     os.environ.clear()
     os.environ.update(env)
     sys.stdout = open(1, "w", buffering=1 if unbuffered else -1, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115
-    script = str(Path(argv[1]).resolve())
-    # sys.path as the interpreter would build it: the script's directory, then PYTHONPATH.
-    front = [os.path.dirname(script), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    kind, target = program_of(argv) or ("script", argv[1])
+    script = str(Path(target).resolve()) if kind == "script" else target
+    # sys.path as the interpreter would build it: the script's directory (-m: the working directory),
+    # then PYTHONPATH.
+    first = os.path.dirname(script) if kind == "script" else os.getcwd()
+    front = [first, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     rest = sys.path if base_path is None else base_path
     sys.path[:] = front + [p for p in rest if p not in front]
-    sys.argv = [script, *argv[2:]]
+    sys.argv = [script, *argv[2:]] if kind == "script" else ["-m", *argv[3:]]  # -m: runpy sets argv[0]
     try:
-        runpy.run_path(script, run_name="__main__")
+        if kind == "script":
+            runpy.run_path(script, run_name="__main__")
+        else:
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
     except SystemExit:
         raise
     except BaseException:

@@ -333,7 +333,7 @@ def group_lines() -> list[str]:
         if isinstance(entry, DictConfig):
             defaults.update({str(k): str(v) for k, v in entry.items()})
     lines = []
-    for group in sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "sweep"):
+    for group in sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in ("sweep", "__pycache__")):
         choices = " | ".join(c + ("*" if defaults.get(group) == c else "") for c in group_choices(group))
         lines.append(f"  {group + '=':<13}{choices:<45} {GROUP_HELP.get(group, '')}".rstrip())
     return lines

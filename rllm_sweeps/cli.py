@@ -1,8 +1,9 @@
-"""The `rllm-sweeps` command: keys, validate, plan, report, status, rerun, export, warm."""
+"""The `rllm-sweeps` command: train, keys, validate, plan, report, status, rerun, export, warm."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def add_config_source_arguments(parser: argparse.ArgumentParser) -> None:
     """train.py's (Hydra's) flags that bring the user's configs (docs/CONFIG.md, "Your own configs")."""
     parser.add_argument("--config-dir", "-cd", help="a directory of your configs, added to the search path")
-    parser.add_argument("--config-path", "-cp", help="the primary config's directory (relative to train.py's)")
+    parser.add_argument("--config-path", "-cp", help="the primary config's directory")
     parser.add_argument("--config-name", "-cn", help="the primary config (default: config)")
 
 
@@ -88,9 +89,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+TRAIN_HELP = "one training job, or a sweep with -m: `rllm-sweeps train ARGS` is `python train.py ARGS`"
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # The user's code in the working directory (their task, workflow or reward module) is importable,
+    # as under `python -m rllm_sweeps` and a train.py of theirs: a console script's sys.path lacks it.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    if argv[:1] == ["train"]:  # every further argument is the training app's (Hydra's), --help too
+        from rllm_sweeps.train import module_main
+
+        module_main(argv[1:])
+        return 0
     parser = argparse.ArgumentParser(prog="rllm-sweeps", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("train", help=TRAIN_HELP, add_help=False)
     keys = sub.add_parser("keys", help=cmd_keys.__doc__)
     keys.add_argument("--markdown", action="store_true", help="print a Markdown table")
     keys.set_defaults(func=cmd_keys)

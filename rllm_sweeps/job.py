@@ -12,6 +12,7 @@ command in the same directory resumes from it.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.resources
 import os
 import signal
 import subprocess
@@ -23,7 +24,6 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.config.paths import REPO_ROOT
 from rllm_sweeps.engines import engine_of
 from rllm_sweeps.failures import failure_kind
 from rllm_sweeps.job_dir import (
@@ -360,6 +360,7 @@ def _train(
         backend=built.name,
         processes=built.processes,
         nodes=n_nodes,
+        workflow=f"{workflow.cls.__module__}:{workflow.cls.__qualname__}",
         pruned_at=trial.pruned_at if trial is not None else None,
         exports=exporter.exports,
     )
@@ -426,7 +427,9 @@ def package_versions() -> dict[str, str]:
 
 
 def git_revision() -> str | None:
-    repo = REPO_ROOT
+    """The revision of the package's own files when they are a git work tree's (a checkout, installed
+    editable), else None (an installed wheel)."""
+    repo = Path(str(importlib.resources.files("rllm_sweeps")))
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=5)
         dirty = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=5)

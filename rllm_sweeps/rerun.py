@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rllm_sweeps.config.paths import REPO_ROOT
+from rllm_sweeps.app_command import app_command
 from rllm_sweeps.override_text import override_key
 from rllm_sweeps.records.layout import JobPaths, sweep_holding
 from rllm_sweeps.records.result import JobResult
@@ -70,8 +70,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         write_schedule(out, schedule)
     overrides = [o for o in recorded.overrides if not override_key(o).startswith("hydra.")]
     print(f"rerun of {job_dir} in {out}: train.py {' '.join(overrides)}", flush=True)
-    command = [sys.executable, str(REPO_ROOT / "train.py"), *overrides, f"hydra.run.dir={out}"]
-    return subprocess.run(command, cwd=REPO_ROOT, check=False).returncode
+    return subprocess.run(app_command([*overrides, f"hydra.run.dir={out}"]), check=False).returncode
 
 
 def add_rerun_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -4,9 +4,13 @@ table is what docs/OPTUNA.md shows."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rllm_sweeps.sweep.optuna_sweeper_fields import DOC, FIELDS, SAMPLER_CONFIGS, docs_table, translate, with_table
+
+REPO = Path(__file__).resolve().parents[1]
 
 TPE = {"_target_": "optuna.samplers.TPESampler", **SAMPLER_CONFIGS["tpe"].defaults, "seed": None}
 
@@ -107,7 +111,7 @@ def test_a_field_that_cannot_be_honoured_is_refused_by_name(values, message):
 
 
 def test_docs_optuna_md_shows_the_table_as_generated():
-    text = DOC.read_text()
+    text = (REPO / DOC).read_text()
     assert with_table(text, docs_table()) == text
 
 

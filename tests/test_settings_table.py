@@ -3,15 +3,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rllm_sweeps.config.settings_table import DOC, MARK_BEGIN, MARK_END, setting_paths, table, with_table
+
+REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow  # composes one config per engine
 
 
 def test_the_settings_table_in_config_md_is_the_generated_one():
-    doc = DOC.read_text()
+    doc = (REPO / DOC).read_text()
     assert MARK_BEGIN in doc and MARK_END in doc
     assert with_table(doc, table()) == doc, "run: python -m rllm_sweeps.config.settings_table --write"
 

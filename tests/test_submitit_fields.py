@@ -152,7 +152,7 @@ def test_hydras_default_launcher_is_the_local_one_only_when_nobody_chose_it():
 
 
 def test_docs_slurm_md_shows_the_table_as_generated():
-    doc = DOC.read_text()
+    doc = (REPO / DOC).read_text()
     assert MARK_BEGIN in doc and MARK_END in doc
     assert with_table(doc, docs_table()) == doc, "run: python -m launchers.submitit_fields --write"
 

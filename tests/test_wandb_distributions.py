@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import optuna
 import pytest
@@ -251,7 +252,7 @@ def test_plan_shows_the_sweepers_parallel_and_directory_as_settings_not_job_over
 def test_sweeps_md_holds_the_generated_wandb_table():
     from rllm_sweeps.sweep.wandb_fields import DOC, docs_table, with_table
 
-    text = DOC.read_text()
+    text = (Path(__file__).resolve().parents[1] / DOC).read_text()
     assert with_table(text, docs_table()) == text, "run: python -m rllm_sweeps.sweep.wandb_fields --write"
     for name in ("log_uniform", "log_uniform_values", "q_log_normal", "inv_log_uniform_values", "early_terminate"):
         assert f"`{name}" in text or f"distribution: {name}`" in text

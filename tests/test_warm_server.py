@@ -26,9 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 # A command that hands itself over as train.py does, then reports what it sees.
 JOB = """
 if __name__ == "__main__":
+    import os, sys
     from launchers.warm_server import run_on_warm_server
 
-    run_on_warm_server(__file__)
+    run_on_warm_server([sys.executable, os.path.abspath(__file__)])
 import json, os, signal, sys, time
 from launchers.warm_start import is_forked_job
 
@@ -113,6 +114,28 @@ def test_a_command_handed_to_the_warm_server_runs_as_main_with_its_argv_cwd_envi
     assert seen["env"] == "mine" and seen["stdin"] == "hello"
     assert err.strip() == "to stderr"
     assert f"job pid {seen['pid']}: exit 3" in paths.log.read_text()
+
+
+def test_a_python_m_command_handed_to_the_warm_server_runs_its_module_as_main_from_the_callers_directory(
+    server, tmp_path
+):
+    # `python -m rllm_sweeps ARGS` and `rllm-sweeps train ARGS` hand themselves over so (rllm_sweeps/train.py).
+    env, _, _ = server
+    program = "[sys.executable, os.path.abspath(__file__)]"
+    assert program in JOB
+    (tmp_path / "mods" / "job_mod.py").write_text(
+        textwrap.dedent(JOB.replace(program, '[sys.executable, "-m", "job_mod"]'))
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "job_mod", "4"], cwd=work, env=env, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    code, seen, _ = finish(proc)
+    assert code == 4 and seen["forked"] is True and seen["name"] == "__main__"
+    assert seen["argv"] == [str(tmp_path / "mods" / "job_mod.py"), "4"]
+    assert seen["cwd"] == seen["path0"] == str(work)
 
 
 def test_a_warm_job_writes_files_with_the_modes_a_cold_job_gives_them_under_the_callers_umask(server, tmp_path):

@@ -66,6 +66,24 @@ def test_a_forked_job_runs_its_script_as_main_with_its_argv_environment_and_outp
     assert second == "to stderr"
 
 
+def test_a_forked_python_m_job_runs_its_module_as_main_as_the_interpreter_would(tmp_path):
+    # A sweep's job is `python -m rllm_sweeps ARGS` (rllm_sweeps/app_command.py).
+    (tmp_path / "job_module.py").write_text(
+        "import json, os, sys\n"
+        'print(json.dumps({"name": __name__, "argv": sys.argv, "path": sys.path[:2], "cwd": os.getcwd()}))\n'
+    )
+    log = tmp_path / "job.log"
+    log.touch()
+    argv = [sys.executable, "-m", "job_module", "a=1"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = WarmStarter(preload=LIGHT).start(argv, env, log)
+    assert proc.wait(60) == 0
+    seen = json.loads(log.read_text().splitlines()[0])
+    assert seen["name"] == "__main__"
+    assert seen["argv"] == [str(tmp_path / "job_module.py"), "a=1"]
+    assert seen["path"] == [seen["cwd"], str(tmp_path)]  # -m: the working directory first, then PYTHONPATH
+
+
 @pytest.mark.parametrize(
     ("body", "code", "in_log"),
     [
@@ -174,6 +192,7 @@ def test_jobs_whose_environment_a_preloaded_module_may_have_read_start_as_fresh_
     here = dict(os.environ)
     starter = WarmStarter(preload=LIGHT)
     assert starter.can_fork([python, script_path, "a=1"], {**here, "RLLM_SWEEPS_LAUNCH": "/j/launch.3.json"})
+    assert starter.can_fork([python, "-m", "rllm_sweeps", "a=1"], here)  # a sweep's job: the installed app
     assert starter.can_fork([python, script_path], {**here, "PYTHONPATH": "/somewhere"})
     # read at import by JAX, XLA, torch or transformers: those modules are already imported
     assert not starter.can_fork([python, script_path], {**here, "JAX_PLATFORMS": "cuda"})

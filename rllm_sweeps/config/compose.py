@@ -8,7 +8,6 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig
 
 from rllm_sweeps.config import native
-from rllm_sweeps.config.paths import checkout_file
 from rllm_sweeps.config.private_api import start_hydra
 from rllm_sweeps.config.source import CONF_DIR, CONFIG_NAME, ConfigSource, current_source
 
@@ -25,7 +24,6 @@ def compose_config(
     """
     native.register()
     source = source or current_source()
-    checkout_file(CONF_DIR)
     global_hydra = GlobalHydra.instance()
     app_hydra = global_hydra.hydra if global_hydra.is_initialized() else None
     global_hydra.clear()

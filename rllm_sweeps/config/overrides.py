@@ -16,7 +16,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
 
-from rllm_sweeps.config.paths import is_sweep_file_path
+from rllm_sweeps.config.paths import CONF_PACKAGE, is_sweep_file_path, package_dir
 from rllm_sweeps.config.private_api import child_node, config_repository
 from rllm_sweeps.config.source import ConfigSource, current_source
 from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
@@ -52,12 +52,12 @@ def config_groups(source: ConfigSource | None = None) -> set[str]:
 
 def looked_in(source: ConfigSource | None = None) -> str:
     """The directories of the search path, as a refusal names them: 'conf/, /data/my_conf'."""
-    from rllm_sweeps.config.source import CONF_DIR
-
     dirs = []
     for s in _repository(source or current_source()).get_sources():
-        if s.scheme() == "file":
-            dirs.append("conf/" if Path(s.path) == CONF_DIR else s.path)
+        if s.scheme() == "pkg" and s.path == CONF_PACKAGE:
+            dirs.append("conf/")
+        elif s.scheme() == "file":
+            dirs.append(s.path)
         elif s.scheme() == "pkg" and s.provider != "hydra":
             dirs.append(f"pkg://{s.path}")
     return ", ".join(dirs)
@@ -96,7 +96,8 @@ def all_keys(cfg: DictConfig) -> list[str]:
 def config_file(group: str, name: str, source: ConfigSource | None = None) -> Path | None:
     """The file of `group/name` that Hydra would load (the first search-path directory that has it), or None."""
     for s in _repository(source or current_source()).get_sources():
-        if s.scheme() == "file" and (path := Path(s.path) / group / f"{name}.yaml").is_file():
+        root = Path(s.path) if s.scheme() == "file" else package_dir(s.path) if s.scheme() == "pkg" else None
+        if root is not None and (path := root / group / f"{name}.yaml").is_file():
             return path
     return None
 

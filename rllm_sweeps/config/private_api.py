@@ -55,7 +55,7 @@ def search_path(source: ConfigSource) -> ConfigSearchPath:
     from hydra._internal.utils import create_config_search_path
     from hydra.core.config_search_path import SearchPathQuery
 
-    path = create_config_search_path(str(source.primary_dir))
+    path = create_config_search_path(source.primary)
     if source.config_dir is not None:
         path.prepend(
             provider="command-line", path=f"file://{source.config_dir}", anchor=SearchPathQuery(provider="schema")

@@ -63,7 +63,7 @@ COMMON_TESTS = {
 }
 MARK_BEGIN = "<!-- settings table: python -m rllm_sweeps.config.settings_table --write -->"
 MARK_END = "<!-- end of the settings table -->"
-DOC = Path(__file__).resolve().parents[2] / "docs" / "CONFIG.md"
+DOC = Path("docs/CONFIG.md")  # the checkout's, relative to its root (where a developer writes it)
 
 
 def setting_paths() -> list[str]:

@@ -36,6 +36,7 @@ class TrainingSummary:
     backend: str  # the SkyRL backend class that trained
     processes: int  # JAX processes
     nodes: int  # nodes of the job's Ray cluster
+    workflow: str  # the workflow class that ran the episodes, module:Class (a user's own, too)
     pruned_at: int | None = None  # the step its Optuna trial's pruner stopped it at
     exports: PolicyExports = field(default_factory=lambda: PolicyExports())  # the policies it exported
 
@@ -99,6 +100,7 @@ class JobResult:
     nodes: int = 1  # nodes of the job's Ray cluster (resources.nodes until it has trained)
     engine: str = "jax"  # skyrl.engine
     backend: str = ""  # the SkyRL backend class that trained (JaxBackend, RayJaxBackend, ...)
+    workflow: str = ""  # the workflow class that ran the episodes, module:Class ("": not trained yet)
     processes: int = 1  # JAX processes (RayJaxBackend: one per bundle)
     error: str | None = None  # the tail of the error, for failed jobs
     failure_kind: FailureKind | None = None  # for a failed job: whose fault
@@ -127,6 +129,7 @@ class JobResult:
         self.validations, self.phase_time_s = summary.validations, summary.phase_time_s
         self.backend, self.processes, self.nodes = summary.backend, summary.processes, summary.nodes
         self.exports = summary.exports
+        self.workflow = summary.workflow
         if stop_requested and not summary.finished:
             self.status = JobStatus.PREEMPTED
         else:

@@ -1,8 +1,8 @@
 """A job's Ray cluster on every node of its allocation.
 
 One node (a local run, a 1-node SLURM job): a Ray head on this machine, nothing else.
-N nodes (``SLURM_JOB_NUM_NODES=N``): every node runs the same ``python train.py ...`` (submitit
-starts it once per node) and the job decides by its rank (``node_role.py``):
+N nodes (``SLURM_JOB_NUM_NODES=N``): every node runs the same ``python -m rllm_sweeps ...``
+(submitit starts it once per node) and the job decides by its rank (``node_role.py``):
 
     rank 0: trains; :func:`job_ray_cluster`: the Ray head, bound to the first node's address;
             ``ray.json`` (address + attempt token) in the job directory; wait until N nodes are

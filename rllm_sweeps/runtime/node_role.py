@@ -1,9 +1,10 @@
 """Which part of a job this process plays, decided by its node's rank in the allocation.
 
-Every node of a SLURM allocation runs the same command, ``python train.py ...`` (submitit starts
-it once per node, ``launchers/slurm_task.py``). Rank 0 trains; when the job has several nodes it
-runs the Ray head there, and every other rank runs a Ray worker node that joins it and leaves
-when rank 0's attempt is over (``job_ray.py``). Outside SLURM: rank 0 of one node.
+Every node of a SLURM allocation runs the same command, ``python -m rllm_sweeps ...`` (the training
+app, as ``python train.py ...``; submitit starts it once per node, ``launchers/slurm_task.py``).
+Rank 0 trains; when the job has several nodes it runs the Ray head there, and every other rank runs
+a Ray worker node that joins it and leaves when rank 0's attempt is over (``job_ray.py``). Outside
+SLURM: rank 0 of one node.
 """
 
 from __future__ import annotations

@@ -342,7 +342,7 @@ def _meaning(f: OptunaField) -> str:
     return f"accepted: {f.why}"
 
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "OPTUNA.md"
+DOC = Path("docs/OPTUNA.md")  # the checkout's, relative to its root (where a developer writes it)
 MARK_BEGIN = "<!-- optuna sweeper table: python -m rllm_sweeps.sweep.optuna_sweeper_fields --write -->"
 MARK_END = "<!-- end of the optuna sweeper table -->"
 

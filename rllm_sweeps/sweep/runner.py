@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
-from rllm_sweeps.config.paths import REPO_ROOT, checkout_file
+from rllm_sweeps.app_command import app_command
 from rllm_sweeps.config.planned import job_overrides, overrides_digest
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.launch import JobLaunch, OptunaTrial, launch_env
@@ -35,8 +35,6 @@ from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.spec import Metric
 from rllm_sweeps.sweeper_settings import SweeperSettings
 from rllm_sweeps.trackers import clock
-
-TRAIN = REPO_ROOT / "train.py"
 
 
 @dataclass
@@ -264,13 +262,8 @@ class SweepRunner:
         if job.resources is None:  # only a plan.json read back without them has none, never a planned job
             raise ValueError(f"job {job.index} of {self.sweep_dir} has no resources to launch it with")
         overrides = job_overrides(job.overrides)
-        argv = [
-            sys.executable,
-            str(checkout_file(TRAIN)),
-            *self.config_args,
-            *overrides,
-            f"hydra.run.dir={run.job_dir}",
-        ]
+        # The installed training app, with this sweeper's interpreter: the same code and configs on every node.
+        argv = app_command([*self.config_args, *overrides, f"hydra.run.dir={run.job_dir}"])
         path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
         generation = attempts.raise_generation(run.job_dir)
         # overrides_digest: the planner validated the job's config, its pre-flight check need not.

@@ -180,7 +180,7 @@ def docs_table() -> str:
     return "\n".join(lines)
 
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "SWEEPS.md"
+DOC = Path("docs/SWEEPS.md")  # the checkout's, relative to its root (where a developer writes it)
 MARK_BEGIN = "<!-- W&B table: python -m rllm_sweeps.sweep.wandb_fields --write -->"
 MARK_END = "<!-- end of the W&B table -->"
 

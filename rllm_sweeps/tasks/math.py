@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import json
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-SAMPLE_PATH = Path(__file__).parent / "data" / "gsm8k_sample.jsonl"
+SAMPLE_PATH = Path(str(resources.files("rllm_sweeps.tasks") / "data" / "gsm8k_sample.jsonl"))  # package data
 # verl's examples/data_preprocess/gsm8k.py instruction (what rLLM/SkyRL recipes train with).
 INSTRUCTION = 'Let\'s think step by step and output the final answer after "####".'
 
