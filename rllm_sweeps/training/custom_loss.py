@@ -99,7 +99,7 @@ def custom_loss_step(
     targets have the log-probabilities ``current`` under the policy being trained.
     ``backend_reduction``: how the backend reduces the returned datums' token losses
     (training/engine_traits.py). ``reference``: the reference's log-probs, for SkyRL's KL loss term
-    (``algorithm.use_kl_loss``); its value is the metric ``kl_loss``."""
+    (``algorithm.use_kl_loss``); its value is in the returned metrics as ``kl_loss``."""
     import torch
 
     b = len(datums)
