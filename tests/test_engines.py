@@ -13,6 +13,7 @@ import pytest
 from config_problems import problems, quiet
 
 from rllm_sweeps.config.engine_names import ENGINES, GPU_TRAINER
+from rllm_sweeps.config.gpu_trainer_rules import MERGE_LORA
 from rllm_sweeps.config.load import load_config
 from rllm_sweeps.engines import ALL_ENGINES, JaxEngine, RayJaxEngine, SkyRLTrainEngine, engine_of, readers
 from rllm_sweeps.keymap import KEY_MAPPINGS
@@ -157,7 +158,11 @@ def test_what_skyrls_tinker_mode_builder_would_override_is_refused_and_what_it_i
     found = problems([*gpu, "skyrl.train.trainer.policy.optimizer_config.num_warmup_steps=10"])
     assert "algorithm.warmup_steps_ratio" in found["skyrl.train.trainer.policy.optimizer_config.num_warmup_steps"]
     found = problems([*gpu, "algorithm.use_kl_loss=true"])
-    assert "turns its KL loss off" in found["algorithm.use_kl_loss"]
+    assert "FSDP workers cannot hold" in found["algorithm.use_kl_loss"]
+    # Megatron's workers hold the reference adapter: the KL loss is the loop's custom loss term there.
+    megatron = ["skyrl.engine=megatron", "resources.gpus_per_node=1", MERGE_LORA + "=false"]
+    cfg = load_config([*megatron, "algorithm.use_kl_loss=true", "algorithm.kl_beta=0.01"], notify=quiet)
+    assert cfg.algorithm.use_kl_loss is True
     # SkyRL builds no critic for grpo and no reference model without a KL term: the same run.
     notes = notes_of([*gpu, "skyrl.train.trainer.critic.optimizer_config.lr=1e-5"])
     assert len(notes) == 1 and "trains no critic" in notes[0]

@@ -83,3 +83,49 @@ def test_two_training_steps_of_the_default_loop_on_skyrls_fsdp_trainer(tmp_path)
     final = result.exports.final
     assert final is not None and final.step == 2
     assert {"adapter_config.json", "adapter_model.safetensors"} <= {p.name for p in (job / final.path).iterdir()}
+
+
+def _megatron_bridge_installed() -> bool:
+    try:
+        return importlib.util.find_spec("megatron.bridge") is not None
+    except ModuleNotFoundError:  # no megatron package at all
+        return False
+
+
+NEEDS_MEGATRON = pytest.mark.skipif(
+    not _gpu_trainer_available() or not _megatron_bridge_installed(),
+    reason="needs CUDA, vllm, flash_attn and Megatron-Bridge (SkyRL's megatron extra)",
+)
+
+
+@NEEDS_MEGATRON
+def test_both_kl_terms_train_against_the_reference_adapter_on_skyrls_megatron_trainer(tmp_path):
+    """The KL's reference is a second, untrained adapter registered through SkyRLTrainBackend.create_model's
+    multi-LoRA path (Megatron's AdapterStore); the KL loss is the loop's custom loss term. Never run here."""
+    job = tmp_path / "job"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "train.py"),
+            "skyrl.engine=megatron",
+            "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false",
+            "resources.gpus_per_node=1",
+            "algorithm.use_kl_loss=true",
+            "algorithm.kl_beta=0.1",
+            "skyrl.train.trainer.algorithm.use_kl_in_reward=true",
+            "trainer.total_batches=2",
+            "trainer.test_freq=2",
+            "trainer.save_freq=-1",
+            "task.dataset.val_size=8",
+            f"hydra.run.dir={job}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    steps = [r for r in read_metrics(job) if r["kind"] == "train"]
+    assert [r["step"] for r in steps] == [1, 2]
+    assert abs(steps[0]["kl"]) < 1e-2  # step 1 samples the base model, i.e. the reference
+    assert all("avg_kl" in r and r["time_ref_forward_s"] > 0 for r in steps)

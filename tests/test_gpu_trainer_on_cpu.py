@@ -20,6 +20,7 @@ from rllm_sweeps.engines.skyrl_train import built_config, make_skyrl_train_backe
 pytestmark = pytest.mark.slow  # builds SkyRL's GPU trainer config through SkyRL's own builders
 
 GPU = ["skyrl.engine=fsdp", "resources.gpus_per_node=1", "resources.cpus_per_task=2", "model.lora.rank=8"]
+MERGE_LORA_OFF = "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false"
 
 
 def _backend_and_config(overrides: list[str], tmp_path, job_dir=None):
@@ -156,3 +157,58 @@ def test_skyrls_trainer_computes_logprobs_at_the_sampling_temperature_and_vllm_r
     assert built.generator.sampling_params.temperature == 0.7
     assert built.trainer.algorithm.temperature == 0.7
     assert built.generator.inference_engine.engine_init_kwargs["logprobs_mode"] == "processed_logprobs"
+
+
+class InProcessDispatch:
+    """Stands in for SkyRL's ``WorkerDispatch`` (the Ray layer over the policy's workers) and nothing
+    else: ``register_adapter`` runs the method every worker of the group would run, on one worker
+    object of SkyRL's own class, in this process."""
+
+    def __init__(self, worker) -> None:
+        self.worker = worker
+        self.registered: list[tuple[str, str]] = []
+
+    def register_adapter(self, role: str, model_id: str) -> None:
+        self.worker.register_adapter(model_id)
+        self.registered.append((role, model_id))
+
+
+def test_the_kl_reference_adapter_is_created_through_skyrl_train_backends_multi_lora_path(tmp_path):
+    """The project's Policy.create asks SkyRLTrainBackend.create_model for ``policy-ref`` with the
+    policy's rank and alpha: SkyRL's multi-LoRA path (its signature check passes) registers it on the
+    policy's workers. SkyRL 0.4.0's FSDP workers refuse (PolicyWorkerBase.register_adapter, which its
+    FSDP worker does not override: multi-LoRA is Megatron-only), which is why validation refuses a KL
+    term on skyrl.engine=fsdp (config/engine_names.py NO_REFERENCE) and accepts it on megatron."""
+    import importlib.util
+    from pathlib import Path
+
+    from skyrl.backends.skyrl_train.workers.worker import PolicyWorkerBase
+
+    from rllm_sweeps.training.policy import Policy
+    from rllm_sweeps.training.settings import LoopSettings
+
+    kl = ["algorithm.use_kl_loss=true", "algorithm.kl_beta=0.01", "skyrl.engine=megatron", MERGE_LORA_OFF]
+    cfg, backend, built = _backend_and_config(kl, tmp_path)
+    settings = LoopSettings.from_config(cfg)
+    assert settings.needs_reference
+    _ready_to_sample(backend, built, ScriptedVLLMClient([0]))  # the state after the policy's create_model
+
+    class AdapterStoreWorker(PolicyWorkerBase):  # what Megatron's worker does: keep a slot per id
+        def register_adapter(self, model_id: str) -> None:
+            self.slots = [*getattr(self, "slots", []), model_id]
+
+    accepting = InProcessDispatch(object.__new__(AdapterStoreWorker))
+    backend._dispatch = accepting
+    policy = Policy(backend, "policy", tmp_path)
+    policy.create(settings)
+    assert accepting.registered == [("policy", "policy-ref")]
+    assert backend._model_ids_to_role["policy-ref"] == "policy"
+    assert backend._model_metadata["policy-ref"].lora_config.rank == built.trainer.policy.model.lora.rank
+
+    # FSDP: SkyRL's own worker method refuses the second adapter.
+    del backend._model_ids_to_role["policy-ref"]
+    backend._dispatch = InProcessDispatch(object.__new__(PolicyWorkerBase))
+    with pytest.raises(NotImplementedError, match="only supported on the Megatron backend"):
+        policy.create(settings)
+    fsdp = importlib.util.find_spec("skyrl.backends.skyrl_train.workers.fsdp").submodule_search_locations[0]
+    assert "def register_adapter" not in (Path(fsdp) / "fsdp_worker.py").read_text()

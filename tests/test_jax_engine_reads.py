@@ -191,3 +191,72 @@ def test_never_end_only_and_keep_last_k_saves_skyrls_estimator_and_reduction_tra
     again.fit()
     assert again.state.step == t.state.step == 2
     assert [m["step"] for m in seen] == [2] and 0.0 <= seen[0]["val_reward_mean"] <= 1.0
+
+
+def _base_model_logprobs(backend, lora, datums) -> list:
+    """The base model's log-probs of ``datums``, through the same backend's forward: an adapter slot
+    whose LoRA SkyRL's ``clear_lora_adapter`` scales to zero (rank 0, scaling 0, A = B = 0), so the
+    layers return their base output plus nothing."""
+    from skyrl.tx.layers.lora import clear_lora_adapter
+
+    from rllm_sweeps.training.policy import Policy
+
+    base = Policy(backend, "kl3-base", ".")
+    if not backend.has_model(base.model_id):
+        backend.create_model(base.model_id, lora)
+        clear_lora_adapter(backend.model, backend.models[base.model_id].adapter_index)
+    return base.current_logprobs(datums)
+
+
+def test_kl_through_the_untrained_reference_adapter_equals_the_base_models_to_the_last_bit_for_3_steps(
+    backend_and_tokenizer, tmp_path
+):
+    """The reference route of every engine (policy.py: ``<model_id>-ref``, created with the policy's
+    rank and alpha, never stepped) gives the base model's log-probs bit for bit while the policy
+    trains, so both KL terms (in the reward, as a loss) are the base model's."""
+    import copy
+
+    from skyrl.tinker import types
+
+    from rllm_sweeps.training.datums import apply_kl_penalty
+    from rllm_sweeps.training.kl_reward import reward_kl
+
+    kl = ["algorithm.use_kl_loss=true", "algorithm.kl_beta=0.5", "skyrl.train.trainer.algorithm.use_kl_in_reward=true"]
+    t = trainer(backend_and_tokenizer, tmp_path, "kl3", "trainer.lr=0.01", "trainer.total_batches=3", *kl)
+    backend = backend_and_tokenizer[0]
+    s = t.settings
+    lora = types.LoraConfig(rank=s.lora_rank, alpha=s.lora_alpha, seed=s.seed)
+    passes: list[tuple[list, list]] = []  # (datums, the reference adapter's log-probs) of each forward
+    reference = t.policy.reference_logprobs
+
+    def recorded(datums):
+        out = reference(datums)
+        passes.append((copy.deepcopy(list(datums)), [list(map(float, r)) for r in out]))
+        return out
+
+    t.policy.reference_logprobs = recorded
+    checked: list[int] = []
+    moved: list[bool] = []
+
+    def compare(metrics):
+        for datums, ref in passes:
+            base = [list(map(float, r)) for r in _base_model_logprobs(backend, lora, datums)]
+            assert np.array_equal(np.concatenate(ref), np.concatenate(base)), f"step {metrics['step']}"
+            # Hence the KL terms: the reward's (SkyRL's estimator) and the loss's (per-token log-ratio).
+            by_ref = reward_kl([0], [datums], [ref], s.kl_estimator_type, 1.0)
+            by_base = reward_kl([0], [datums], [base], s.kl_estimator_type, 1.0)
+            assert by_ref == by_base
+            a, b = copy.deepcopy(datums), copy.deepcopy(datums)
+            assert apply_kl_penalty(a, ref, s.kl_beta) == apply_kl_penalty(b, base, s.kl_beta)
+            assert [d.advantages for d in a] == [d.advantages for d in b]
+        # The comparison can tell adapters apart: by now the policy's own log-probs are not the base's.
+        datums, _ = passes[-1]
+        moved.append(not np.array_equal(np.concatenate(t.policy.current_logprobs(datums)), np.concatenate(base)))
+        checked.append(len(passes))
+        passes.clear()
+
+    t.hooks.on_step_end = compare
+    t.fit()
+    # Each step: one reference forward for the reward's KL, one per mini batch for the loss's.
+    assert checked == [2, 2, 2]
+    assert moved == [True, True, True]

@@ -36,10 +36,11 @@ def test_reference_settings_change_nothing_without_a_kl_term():
     assert kind(T + "trainer.placement.colocate_policy_ref", False, plain()) is Kind.UNUSED
 
 
-def test_kl_in_reward_is_refused_where_no_reference_model_exists_and_read_on_jax():
+def test_kl_in_reward_is_refused_where_no_reference_adapter_fits_and_read_on_jax_and_megatron():
     effect = setting_effect(T + "trainer.algorithm.use_kl_in_reward", True, plain(engine="fsdp"))
-    assert effect.kind is Kind.REFUSED and "builds no reference model" in effect.why
-    assert kind(T + "trainer.algorithm.use_kl_in_reward", True, plain(engine="jax")) is Kind.READ
+    assert effect.kind is Kind.REFUSED and "FSDP workers cannot hold" in effect.why
+    for engine in ("jax", "megatron"):
+        assert kind(T + "trainer.algorithm.use_kl_in_reward", True, plain(engine=engine)) is Kind.READ
 
 
 def test_kl_estimator_and_controller_change_nothing_without_kl():

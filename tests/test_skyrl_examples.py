@@ -11,7 +11,13 @@ Left out, and only these: the scripts' data lines and the environment that goes 
 (`data.train_data`, `data.val_data`, `environment.env_class`). Their files are not on this machine,
 and a dataset by path is checked with the model's tokenizer (prompt lengths), which needs the scripts'
 hub model (Qwen2.5-1.5B), not downloadable here either; data by path is tests/test_data_jobs.py's.
-Without a dataset, environment.env_class is refused (the task's reward decides): left out with them."""
+Without a dataset, environment.env_class is refused (the task's reward decides): left out with them.
+
+The four scripts with a KL term (gsm8k, gspo: the KL loss; rloo, reinforce++: the KL in the reward)
+are refused on fsdp, because the KL's reference is a second, untrained LoRA adapter and SkyRL 0.4.0's
+FSDP workers hold one adapter (tests/test_gpu_trainer_on_cpu.py shows SkyRL's own refusal); on
+skyrl.engine=megatron, whose workers hold several, they compose whole (their strategy line says megatron
+there, and vLLM takes Megatron's LoRA unmerged: merge_lora=false)."""
 
 from __future__ import annotations
 
@@ -27,8 +33,8 @@ pytestmark = pytest.mark.slow  # composes SkyRL's example command lines through 
 EXAMPLES = Path(__file__).parent / "data" / "skyrl_examples"
 CONSOLE = "trainer.logger=console"
 
-KL_LOSS = "SkyRL's Tinker-mode trainer (fsdp/megatron) turns its KL loss off"
-KL_IN_REWARD = "builds no reference model"
+# The KL's reference is an untrained second LoRA adapter, which SkyRL 0.4.0's FSDP workers cannot hold.
+KL_LOSS = KL_IN_REWARD = "which SkyRL 0.4.0's FSDP workers cannot hold"
 # script -> (refused key -> words of its reason), what the common keys say
 CASES = {
     "run_gsm8k": ({"algorithm.use_kl_loss": KL_LOSS}, {"algorithm.adv_estimator": "grpo", "algorithm.loss_fn": "ppo"}),
@@ -150,3 +156,18 @@ def _select(cfg, key: str):
     from omegaconf import OmegaConf
 
     return OmegaConf.select(cfg, key)
+
+
+KL_SCRIPTS = {"run_gsm8k": "loss", "run_gspo_gsm8k": "loss", "run_rloo": "reward", "run_reinforce++": "reward"}
+MERGE_LORA = "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false"
+
+
+@pytest.mark.parametrize("name", sorted(KL_SCRIPTS))
+def test_skyrls_kl_example_scripts_compose_whole_on_megatron_with_their_kl_on(name):
+    assert set(KL_SCRIPTS) == {n for n, (refused, _) in CASES.items() if refused}
+    script = [o.replace("trainer.strategy=fsdp", "trainer.strategy=megatron") for o in script_overrides(name)]
+    notes: list[str] = []
+    cfg = load_config(["skyrl.engine=megatron", *script, CONSOLE, MERGE_LORA], notify=notes.append)
+    on = {"loss": cfg.algorithm.use_kl_loss, "reward": cfg.skyrl.train.trainer.algorithm.use_kl_in_reward}
+    assert on[KL_SCRIPTS[name]] is True
+    assert not any("use_kl" in n and "changes nothing" in n for n in notes), notes

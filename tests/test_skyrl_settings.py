@@ -385,3 +385,48 @@ def test_the_checkpoint_keeps_dynamic_samplings_data_position_and_the_kl_coeffic
     again = TrainerState.from_dict(state.to_dict())
     assert (again.step, again.extra_batches, again.kl_coef) == (3, 5, 0.0009)
     assert TrainerState.from_dict({"step": 2}).extra_batches == 0  # a checkpoint written before them
+
+
+def test_the_kl_loss_term_adds_its_gradient_to_the_custom_loss_as_skyrls_worker_weighs_it():
+    """With the k1 estimator SkyRL's KL loss (worker.py: masked_mean per sequence, mean over the B
+    sequences, x kl_loss_coef) has the gradient coef / (B n_i) per trained token: the advantages handed
+    to a token-sum backend (SkyRL's GPU trainer) move by exactly minus that."""
+    from rllm_sweeps.training.custom_loss import algorithm_config, custom_loss_step, skyrl_loss_function
+    from rllm_sweeps.training.datums import Datum
+
+    s, _ = settings("algorithm.use_kl_loss=true", "algorithm.kl_beta=0.3", ALGORITHM + "kl_estimator_type=k1")
+    rng = np.random.default_rng(1)
+    datums = [
+        Datum([1] * n, [2] * n, [0.0] + [1.0] * (n - 1), list(rng.normal(-2, 0.3, n)), [0.0] + [a] * (n - 1), n - 1, 0)
+        for n, a in ((5, 0.7), (3, -1.2))
+    ]
+    current = [list(np.asarray(d.logprobs) + rng.normal(0, 0.1, len(d.logprobs))) for d in datums]
+    reference = [list(np.asarray(d.logprobs) + rng.normal(0, 0.2, len(d.logprobs))) for d in datums]
+    algorithm, loss = algorithm_config(s), skyrl_loss_function("ppo")
+    plain = custom_loss_step(datums, current, algorithm, loss, "token-sum")
+    with_kl = custom_loss_step(datums, current, algorithm, loss, "token-sum", reference)
+    assert algorithm.kl_loss_coef == 0.3 and algorithm.kl_estimator_type == "k1"
+    assert with_kl.metrics["kl_loss"] != 0 and "kl_loss" not in plain.metrics
+    for d, a, b in zip(datums, plain.datums, with_kl.datums, strict=True):
+        n = sum(d.weights)
+        expected = [-0.3 / (len(datums) * n) * w for w in d.weights]
+        assert np.subtract(b.advantages, a.advantages) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.slow
+def test_the_gpu_trainers_kl_loss_route_trains_against_the_reference_adapter(make_trainer):
+    """SkyRL's GPU trainer has no KL loss in Tinker mode: the loop adds SkyRL's KL term to the policy
+    loss as a custom loss (its engine's kl_loss_in_advantages=False), here on the JAX backend. Step 1
+    samples the reference itself (k3's gradient is 0 there: the update is the plain one's); step 2
+    samples a trained policy and the KL term changes the update."""
+    from rllm_sweeps.engines.skyrl_train import SkyRLTrainEngine
+
+    assert not SkyRLTrainEngine("fsdp").traits.kl_loss_in_advantages
+    route = dataclasses.replace(JaxEngine().traits, kl_loss_in_advantages=False)
+    common = ("trainer.lr=0.05",)
+    kl = ("algorithm.use_kl_loss=true", "algorithm.kl_beta=1.0")
+    a, b = make_trainer(*common, engine=route), make_trainer(*common, *kl, engine=route)
+    (ma1, ma2), (mb1, mb2) = [a.train_step(), a.train_step()], [b.train_step(), b.train_step()]
+    assert abs(mb1["kl"]) < 1e-6 and mb1["grad_norm"] == pytest.approx(ma1["grad_norm"], rel=1e-6)
+    assert mb2["reward_mean"] == ma2["reward_mean"]  # same policy sampled
+    assert abs(mb2["kl"]) > 1e-4 and mb2["grad_norm"] != pytest.approx(ma2["grad_norm"], rel=1e-4)

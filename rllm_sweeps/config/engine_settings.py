@@ -77,7 +77,7 @@ BUILDER_FORCED: dict[str, tuple[Any, str]] = {
         "the loop sets the lr of every step; use algorithm.warmup_steps_ratio for a warmup",
     ),
 }
-# SkyRL's builder also turns its KL loss off: rules.py refuses algorithm.use_kl_loss there.
+# SkyRL's builder also turns its KL loss off: the loop adds SkyRL's KL term itself (training/custom_loss.py).
 
 # Native settings whose meaning the loop implements on every engine: the advantages
 # (advantages.py) and the loss reduction (datums.py loss_agg_scales). SkyRL's workers never

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rllm_sweeps.config.engine_names import GPU_TRAINER, REFERENCE_ENGINES
+from rllm_sweeps.config.engine_names import GPU_TRAINER, NO_REFERENCE, REFERENCE_ENGINES
 from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
 
 
@@ -141,16 +141,13 @@ def reference_setting(s: Situation, _value: Any) -> Effect:
         )
     return unused(
         "placement and sharding of SkyRL's reference worker: the KL's reference here is the base model, "
-        "in the policy's own process (the LoRA policy without its adapter)"
+        "an untrained second LoRA adapter beside the policy's, in the policy's own workers"
     )
 
 
 def kl_in_reward(s: Situation, value: Any) -> Effect:
     if value and s.engine not in REFERENCE_ENGINES:
-        return refused(
-            "the KL penalty needs the reference model's log-probabilities, and SkyRL's trainer in Tinker mode "
-            "(skyrl.engine=fsdp or megatron) builds no reference model; skyrl.engine=jax has it (the base model)"
-        )
+        return refused("the KL penalty needs the reference model's log-probabilities: " + NO_REFERENCE)
     return READ
 
 

@@ -69,7 +69,11 @@ class SkyRLTrainEngine(Engine):
     def traits(self) -> EngineTraits:
         # SkyRLTrainBackend turns ppo/gspo clip thresholds into its eps_clip settings; other losses
         # take their parameters from the skyrl.train tree it was built with.
-        return EngineTraits(losses=None, backend_reduction="token-sum", loss_config_for=("ppo", "gspo"))
+        # Its builder turns SkyRL's KL loss off (Tinker mode builds no ref worker): the loop adds
+        # SkyRL's KL term to the policy loss against the reference adapter (custom_loss.py).
+        return EngineTraits(
+            losses=None, backend_reduction="token-sum", loss_config_for=("ppo", "gspo"), kl_loss_in_advantages=False
+        )
 
     def check_available(self) -> None:
         """The GPU trainer needs CUDA and vLLM: said before Ray or a model starts."""

@@ -16,8 +16,16 @@ loss SkyRL registers (``dual_clip`` for DAPO, ``gspo``, ``sapo``, ``clip_cov``, 
    the mean over the B sequences). Not ``cross_entropy`` weighted by the gradient: the JAX backend
    divides each sequence by the sum of its token weights, which a signed gradient makes ~0.
 
-Cost: one extra forward per mini batch. SkyRL's off-policy corrections inside these losses see
-the sampler's log-probs as both old and rollout log-probs (the loop's old policy is the sampler).
+With ``algorithm.use_kl_loss`` on an engine whose backend has no KL loss (SkyRL's Tinker-mode
+trainer: its builder turns ``use_kl_loss`` off, skyrl_train_backend.py), step 2 adds SkyRL's KL
+loss term as its workers compute it (worker.py, ``_forward_backward_micro``: ``compute_approx_kl``
+of the current and the reference log-probs with ``kl_estimator_type``, ``masked_mean`` per
+sequence, the mean over sequences, times ``kl_loss_coef``), the reference being the untrained
+adapter (policy.py): its gradient joins the policy loss's in ``A``.
+
+Cost: one extra forward per mini batch (and the reference's, with a KL term). SkyRL's off-policy
+corrections inside these losses see the sampler's log-probs as both old and rollout log-probs (the
+loop's old policy is the sampler).
 """
 
 from __future__ import annotations
@@ -63,7 +71,20 @@ def algorithm_config(settings: LoopSettings) -> Any:
     raw["policy_loss_type"] = NATIVE_LOSS_NAMES.get(s.loss_fn, s.loss_fn)
     raw["eps_clip_low"] = s.eps_clip
     raw["eps_clip_high"] = s.eps_clip if s.eps_clip_high is None else s.eps_clip_high
+    raw["use_kl_loss"], raw["kl_loss_coef"] = s.use_kl_loss, s.kl_beta
+    raw["kl_estimator_type"] = s.kl_estimator_type
     return build_nested_dataclass(AlgorithmConfig, raw)
+
+
+def skyrl_kl_loss(logprobs: Any, reference: Any, mask: Any, algorithm: Any) -> Any:
+    """SkyRL's KL loss of a mini batch, as its policy worker computes it (worker.py,
+    ``_forward_backward_micro``): the per-token estimate, its mean over each sequence's tokens, the
+    mean over sequences (the coefficient is the caller's)."""
+    from skyrl.backends.skyrl_train.utils.ppo_utils import compute_approx_kl
+    from skyrl.backends.skyrl_train.utils.torch_utils import masked_mean
+
+    kl = compute_approx_kl(logprobs, reference, loss_mask=mask, kl_estimator_type=algorithm.kl_estimator_type)
+    return masked_mean(kl, mask, dim=-1).mean()
 
 
 def custom_loss_step(
@@ -72,11 +93,13 @@ def custom_loss_step(
     algorithm: Any,
     loss_fn: Any,
     backend_reduction: str = "seq-mean-token-mean",
+    reference: Sequence[Sequence[float]] | None = None,
 ) -> CustomLossStep:
     """Steps 2-3 above for ``datums`` (advantages already scaled for a token-sum reduction) whose
     targets have the log-probabilities ``current`` under the policy being trained.
     ``backend_reduction``: how the backend reduces the returned datums' token losses
-    (training/engine_traits.py)."""
+    (training/engine_traits.py). ``reference``: the reference's log-probs, for SkyRL's KL loss term
+    (``algorithm.use_kl_loss``); its value is in the returned metrics as ``kl_loss``."""
     import torch
 
     b = len(datums)
@@ -94,6 +117,10 @@ def custom_loss_step(
     loss, metrics = loss_fn(
         logprobs, old, padded([d.advantages for d in datums]), algorithm, mask, rollout_logprobs=old
     )
+    if reference is not None and algorithm.use_kl_loss:
+        kl_loss = skyrl_kl_loss(logprobs, padded(reference), mask, algorithm)
+        loss = loss + kl_loss * algorithm.kl_loss_coef
+        metrics = {**metrics, "kl_loss": kl_loss.detach()}
     loss.backward()
     grad = logprobs.grad.numpy()
     out = []
@@ -105,4 +132,4 @@ def custom_loss_step(
     return CustomLossStep(out, float(loss.detach()), {k: float(v) for k, v in metrics.items()})
 
 
-__all__ = ["CustomLossStep", "algorithm_config", "custom_loss_step", "skyrl_loss_function"]
+__all__ = ["CustomLossStep", "algorithm_config", "custom_loss_step", "skyrl_kl_loss", "skyrl_loss_function"]

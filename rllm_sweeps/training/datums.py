@@ -65,12 +65,15 @@ def mini_batch_datums(mini_batch: Sequence[ScoredTrajectory]) -> list[Datum]:
 def apply_kl_penalty(datums: Sequence[Datum], ref_logprobs: Sequence[Sequence[float]], kl_beta: float) -> float:
     """advantage_t -= kl_beta * (log pi_sample - log pi_base)_t (a per-token KL-in-reward penalty, as
     Tinker does); returns the mean log-ratio over the trained tokens."""
-    kls = []
     for d, ref in zip(datums, ref_logprobs, strict=True):
         for t in d.trained_positions():
-            k = d.logprobs[t] - ref[t]
-            kls.append(k)
-            d.advantages[t] -= kl_beta * k
+            d.advantages[t] -= kl_beta * (d.logprobs[t] - ref[t])
+    return mean_log_ratio(datums, ref_logprobs)
+
+
+def mean_log_ratio(datums: Sequence[Datum], ref_logprobs: Sequence[Sequence[float]]) -> float:
+    """The mean over the trained tokens of log pi_sample - log pi_ref (the metric ``kl``)."""
+    kls = [d.logprobs[t] - ref[t] for d, ref in zip(datums, ref_logprobs, strict=True) for t in d.trained_positions()]
     return float(np.mean(kls)) if kls else 0.0
 
 
@@ -160,4 +163,4 @@ def loss_agg_scales(
     return scales
 
 
-__all__ = ["Datum", "apply_kl_penalty", "apply_loss_agg", "loss_agg_scales", "mini_batch_datums"]
+__all__ = ["Datum", "apply_kl_penalty", "apply_loss_agg", "loss_agg_scales", "mean_log_ratio", "mini_batch_datums"]

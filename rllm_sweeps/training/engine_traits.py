@@ -19,6 +19,11 @@ class EngineTraits:
     # weights are published once, not after every step. False: they move after every update
     # (SkyRL's GPU trainer pushes them to its vLLM engines in save_sampler_checkpoint).
     sampler_shares_trained_weights: bool = False
+    # How algorithm.use_kl_loss reaches the gradient. True: kl_beta x the per-token log-ratio of the
+    # sampler to the reference is folded into the advantages (Tinker's way; datums.apply_kl_penalty).
+    # False: SkyRL's KL loss term joins the policy loss as a custom loss (custom_loss.py), for a
+    # backend that has no KL loss of its own (SkyRL's Tinker-mode builder turns use_kl_loss off).
+    kl_loss_in_advantages: bool = True
 
     def computes(self, loss: str) -> bool:
         """True: the backend computes ``loss`` itself; False: the loop computes it as a custom loss

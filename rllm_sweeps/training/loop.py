@@ -20,10 +20,11 @@ environments, solver-judge). One training step, top to bottom (:meth:`RLTrainer.
    are grouped by (task, role) across the episodes of a prompt; one advantage per trajectory from
    its group (``algorithm.adv_estimator``, or the role's in ``workflow.role_estimators``;
    episodes.py; batch-normalized with ``advantage_batch_normalize``), broadcast over the policy's
-   tokens; with ``algorithm.use_kl_loss`` and ``kl_beta > 0``, minus ``kl_beta`` x the per-token
-   log-ratio of the sampling policy to the base model (a KL penalty folded into the advantage, as
-   Tinker does; the base model is an untrained second LoRA adapter, one extra
-   ``backend.forward`` per mini batch; datums.py);
+   tokens; with ``algorithm.use_kl_loss`` and ``kl_beta > 0``, the KL to the reference (an untrained
+   second LoRA adapter: the base model; one extra ``backend.forward`` per mini batch): on the JAX
+   engine minus ``kl_beta`` x the per-token log-ratio of the sampling policy to it in the advantage
+   (as Tinker does; datums.py), on SkyRL's GPU trainer SkyRL's KL loss term added to the policy loss
+   as a custom loss (step 5; custom_loss.py);
 5. ``update_epochs_per_batch`` passes, each of ``data.train_batch_size / trainer.mini_batch_size``
    optimizer steps over the trajectories that carry loss (whole groups for the single-turn
    workflow), each ``backend.forward_backward`` (loss only on the policy's own tokens: prompts and
@@ -70,7 +71,7 @@ from rllm_sweeps.training.checkpoints import (
     save_checkpoint,
 )
 from rllm_sweeps.training.custom_loss import algorithm_config, custom_loss_step, skyrl_loss_function
-from rllm_sweeps.training.datums import Datum, apply_kl_penalty, apply_loss_agg, mini_batch_datums
+from rllm_sweeps.training.datums import Datum, apply_kl_penalty, apply_loss_agg, mean_log_ratio, mini_batch_datums
 from rllm_sweeps.training.divergence import check_finite
 from rllm_sweeps.training.dynamic_sampling import DynamicSampler, SampledBatch
 from rllm_sweeps.training.engine_traits import EngineTraits
@@ -331,32 +332,40 @@ class RLTrainer:
         if not datums:
             return None
         check_finite((("sampler logprob", lp) for d in datums for lp in d.logprobs), step, where)
-        kl = None
+        kl = reference = None
         if s.kl_active:
             with timer.phase("ref_forward"):
-                kl = apply_kl_penalty(datums, self.policy.reference_logprobs(datums), s.kl_beta)
-        if self.engine.computes(s.loss_fn):
+                reference = self.policy.reference_logprobs(datums)
+            kl = mean_log_ratio(datums, reference)
+            if self.engine.kl_loss_in_advantages:
+                apply_kl_penalty(datums, reference, s.kl_beta)
+                reference = None  # folded in: the loss has no KL term of its own
+        if self.engine.computes(s.loss_fn) and reference is None:
             apply_loss_agg(datums, s, self.engine.backend_reduction)
             with timer.phase("forward_backward"):
                 out = self.policy.forward_backward(datums, s.loss_fn, self.loss_config)
             stats = MiniBatchStats.measure(out, datums, s.clip_low_threshold, s.clip_high_threshold, kl)
-        else:
-            stats = self._custom_loss_pass(datums, kl, timer)
+        else:  # a loss the backend lacks, or its KL loss term (engine_traits.py)
+            stats = self._custom_loss_pass(datums, kl, timer, reference)
         check_finite(vars(stats).items(), step, where)
         with timer.phase("optim"):
             stats.grad_norm = self.policy.optim_step(lr, s)
         check_finite([("grad_norm", stats.grad_norm)], step, where)
         return stats
 
-    def _custom_loss_pass(self, datums: list[Datum], kl: float | None, timer: PhaseTimer) -> MiniBatchStats:
+    def _custom_loss_pass(
+        self, datums: list[Datum], kl: float | None, timer: PhaseTimer, reference: list | None = None
+    ) -> MiniBatchStats:
         """Gradients of a SkyRL policy loss the backend does not compute (custom_loss.py): a forward
-        for the current log-probs, SkyRL's loss and its gradient here, then forward_backward."""
+        for the current log-probs, SkyRL's loss (+ its KL loss term against ``reference``, the
+        reference adapter's log-probs) and its gradient here, then forward_backward."""
         s = self.settings
         apply_loss_agg(datums, s, "token-sum")  # SkyRL's policy losses sum their tokens
         with timer.phase("forward_backward"):
             current = self.policy.current_logprobs(datums)
+            loss_fn = skyrl_loss_function(s.loss_fn)
             custom = custom_loss_step(
-                datums, current, algorithm_config(s), skyrl_loss_function(s.loss_fn), self.engine.backend_reduction
+                datums, current, algorithm_config(s), loss_fn, self.engine.backend_reduction, reference
             )
             out = self.policy.forward_backward(custom.datums, "importance_sampling", None)
         # Ratios against the sampler's log-probs (the datums'), the loss SkyRL's function computed.
