@@ -14,9 +14,13 @@ step=${1:?tiny or learn}; out=${2:?output directory}; shift 2
 site=$PWD/.device/site  # kept between the calls (an ignored folder of the checkout)
 jobs=/tmp/gpu_real_model
 mkdir -p "$out" .device/keep
-export PYTHONPATH="$site:$PWD" PYTHONUNBUFFERED=1
+# The project runs installed (its configs are the package's, pkg://rllm_sweeps.conf), from $site; the
+# checkout's own directory is kept off sys.path (PYTHONSAFEPATH), where its uninstalled copy would win.
+export PYTHONPATH="$site" PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1
 if [ "$step" = tiny ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .device/wheels/*.whl
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --no-build-isolation --upgrade \
+    --target "$site" .
   cp .device/gguf_a/part00 .device/keep/
   nvidia-smi -L
   # The built-in tiny model saved as bf16 (as published checkpoints), 3 steps on the GPU.
