@@ -40,7 +40,7 @@ class RayJobHandle:
 def submission_id(request: LaunchRequest) -> str:
     """Unique per attempt, readable in `ray job list`: the sweep's and the job's directory names."""
     sweep = request.job_dir.parent.parent.name
-    return f"rllm-{sweep}-{request.job_dir.name}-g{request.generation}-{uuid.uuid4().hex[:8]}"
+    return f"{attempts.RAY_ID_PREFIX}{sweep}-{request.job_dir.name}-g{request.generation}-{uuid.uuid4().hex[:8]}"
 
 
 def entrypoint(request: LaunchRequest, sid: str) -> str:
@@ -138,7 +138,9 @@ class RayClusterLauncher(Launcher):
         request.job_dir.mkdir(parents=True, exist_ok=True)
         sid = submission_id(request)
         # Recorded before Ray is asked: a sweeper killed in between finds it on reattach.
-        attempts.append_event(request.job_dir, "submitted", scheduler_id=sid, generation=request.generation)
+        attempts.append_event(
+            request.job_dir, "submitted", scheduler_id=sid, generation=request.generation, ray_address=self.address
+        )
         self.client().submit_job(
             entrypoint=entrypoint(request, sid),
             submission_id=sid,

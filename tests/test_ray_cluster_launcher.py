@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,32 +50,61 @@ class Cluster:
     worker_node_id: str
 
 
+def sweep_argv(sweep_dir: Path, *args: str) -> list[str]:
+    return [sys.executable, str(REPO / "train.py"), "-m", *args, f"hydra.sweep.dir={sweep_dir}"]
+
+
+def sweep_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This environment without any Ray address or token of its own (the test's cluster decides)."""
+    base = {k: v for k, v in os.environ.items() if k not in AUTH_VARS and k != "RAY_ADDRESS"}
+    return {**base, "PYTHONPATH": str(REPO), **(extra or {})}
+
+
 def sweep(sweep_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    argv = [sys.executable, str(REPO / "train.py"), "-m", *args, f"hydra.sweep.dir={sweep_dir}"]
-    base = {k: v for k, v in __import__("os").environ.items() if k not in AUTH_VARS and k != "RAY_ADDRESS"}
-    return subprocess.run(
-        argv,
+    argv = sweep_argv(sweep_dir, *args)
+    return subprocess.run(argv, cwd=REPO, env=sweep_env(env), capture_output=True, text=True, timeout=600)
+
+
+def started_sweep(sweep_dir: Path, *args: str) -> subprocess.Popen:
+    """A sweeper in its own session (signals reach it alone), its output kept in the sweep's parent."""
+    log = (sweep_dir.parent / f"{sweep_dir.name}.log").open("wb")
+    return subprocess.Popen(
+        sweep_argv(sweep_dir, *args),
         cwd=REPO,
-        env={**base, "PYTHONPATH": str(REPO), **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=600,
+        env=sweep_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
+
+
+def wait_until_started(sweep_dir: Path, jobs: int, timeout: float = 180) -> None:
+    """Until `jobs` jobs' attempts have started on the cluster."""
+    deadline = time.monotonic() + timeout
+    while sum(bool(attempts.read_attempts(d)) for d in SweepPaths(sweep_dir).job_dirs()) < jobs:
+        assert time.monotonic() < deadline, f"{jobs} jobs of {sweep_dir} did not start"
+        time.sleep(0.5)
 
 
 def start_cluster(auth: RayAuth | None, worker_cpus: int) -> tuple[RayNode, RayNode | None]:
+    """A head (no CPUs where a worker comes: jobs run on the worker) and, given CPUs, one worker;
+    both on this host's own address (a head on loopback is Ray's single-machine mode, which
+    refuses a second node)."""
+    import ray.util
+
+    ip = ray.util.get_node_ip_address() if worker_cpus else None
     head_spec = RayClusterSpec(
         num_cpus=0 if worker_cpus else 2, object_store_memory_mb=SMALL, include_dashboard=True, auth=auth
     )
-    with this_process_env(client_env(head_spec, None, head=True), drop=AUTH_VARS):
-        head = start_head_node(head_spec)
+    with this_process_env(client_env(head_spec, ip, head=True), drop=AUTH_VARS):
+        head = start_head_node(head_spec, node_ip=ip)
     if not worker_cpus:
         return head, None
     assert head.address is not None
     worker_spec = RayClusterSpec(num_cpus=worker_cpus, object_store_memory_mb=SMALL, resources={WORKER: 1}, auth=auth)
     try:
-        with this_process_env(client_env(worker_spec, None, head=False), drop=AUTH_VARS):
-            worker = start_worker_node(head.address, worker_spec, expect_nodes=2)
+        with this_process_env(client_env(worker_spec, ip, head=False), drop=AUTH_VARS):
+            worker = start_worker_node(head.address, worker_spec, expect_nodes=2, node_ip=ip)
     except BaseException:
         head.stop()
         raise
@@ -101,7 +133,7 @@ def cluster() -> Iterator[Cluster]:
         wait_for_dashboard(url)
         import ray
 
-        with this_process_env({"RAY_ADDRESS": head.address or ""}, drop=AUTH_VARS):
+        with this_process_env({}, drop=(*AUTH_VARS, "RAY_ADDRESS")):
             ray.init(address=head.address, logging_level="ERROR")
             try:
                 (node,) = [n for n in ray.nodes() if n["Alive"] and WORKER in n["Resources"]]
@@ -199,3 +231,60 @@ def test_a_ray_job_records_the_sweeps_job_output_in_its_job_log(sweeps: Sweeps) 
     for job_dir in job_dirs(sweeps.ray):
         assert json.loads((job_dir / "result.json").read_text())["status"] == "completed"
         assert (job_dir / "job.log").stat().st_size > 0
+
+
+def launcher_args(cluster: Cluster) -> list[str]:
+    return ["hydra/launcher=ray_cluster", f"hydra.launcher.address={cluster.dashboard}"]
+
+
+def test_a_sweeper_killed_and_rerun_reattaches_to_its_ray_jobs_and_submits_none_twice(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    sweep_dir = tmp_path / "killed"
+    args = [*launcher_args(cluster), "trainer.lr=1e-3,2e-3", "hydra.sweeper.parallel=2", *QUICK]
+    first = started_sweep(sweep_dir, *args)
+    try:
+        wait_until_started(sweep_dir, 2)
+    finally:
+        first.kill()  # SIGKILL: no cancel, no records written on the way out
+        first.wait()
+    rerun = sweep(sweep_dir, *args)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert rerun.stdout.count("reattached to job") == 2
+    listed = ray_jobs(cluster)
+    for job_dir in job_dirs(sweep_dir):
+        (submitted,) = attempts.submissions(job_dir)  # 0 duplicates
+        assert len(attempts.read_attempts(job_dir)) == 1
+        assert listed[submitted.scheduler_id].status.value == "SUCCEEDED"
+    status = subprocess.run(
+        [sys.executable, "-m", "rllm_sweeps.cli", "status", str(sweep_dir)],
+        cwd=REPO,
+        env=sweep_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = status.stdout.splitlines()
+    assert lines[0].split()[:3] == ["job", "scheduler_id", "state"], status.stdout + status.stderr
+    for line in lines[1:3]:
+        assert line.split()[1].startswith("rllm-killed-") and line.split()[2] == "SUCCEEDED", status.stdout
+
+
+def test_ctrl_c_stops_the_sweeps_ray_jobs_and_leaves_another_users_job_running(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(cluster.dashboard)
+    other = client.submit_job(entrypoint="sleep 600", submission_id=f"someone-else-{uuid.uuid4().hex[:8]}")
+    try:
+        sweep_dir = tmp_path / "interrupted"
+        sweeper = started_sweep(sweep_dir, *launcher_args(cluster), "trainer.lr=1e-3,2e-3", *QUICK)
+        wait_until_started(sweep_dir, 1)
+        sweeper.send_signal(signal.SIGINT)
+        assert sweeper.wait(timeout=120) == 130
+        ours = [s.scheduler_id for d in job_dirs(sweep_dir) for s in attempts.submissions(d)]
+        assert ours and all(client.get_job_status(i).value == "STOPPED" for i in ours)
+        assert client.get_job_status(other).value == "RUNNING"
+    finally:
+        client.stop_job(other)
