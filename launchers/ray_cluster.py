@@ -107,9 +107,14 @@ class RayClusterLauncher(Launcher):
         """One probe job: can a job on the cluster write where the sweep's records go? (The nearest
         directory of the sweep's that exists: a dry run creates nothing.)"""
         target = next(p for p in [sweep_dir, *sweep_dir.parents] if p.exists())
-        check = "import os,sys; p=sys.argv[1]; sys.exit(0 if os.path.isdir(p) and os.access(p, os.W_OK) else 3)"
+        # The same directory, not only one of the same name: a node's own disk at that path fails.
+        seen = target.stat()
+        check = (
+            "import os,sys; p=sys.argv[1]; s=os.stat(p) if os.path.isdir(p) else None; "
+            "sys.exit(3 if s is None or f'{s.st_dev}:{s.st_ino}' != sys.argv[2] or not os.access(p, os.W_OK) else 0)"
+        )
         sid = f"rllm-probe-{uuid.uuid4().hex[:8]}"
-        line = shlex.join([sys.executable, "-c", check, str(target)])
+        line = shlex.join([sys.executable, "-c", check, str(target), f"{seen.st_dev}:{seen.st_ino}"])
         client = self.client()
         client.submit_job(entrypoint=line, submission_id=sid, runtime_env=self.runtime_env({}))
         deadline = time.monotonic() + self.settings.probe_timeout_s

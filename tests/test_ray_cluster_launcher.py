@@ -25,6 +25,8 @@ import pytest
 
 pytest.importorskip("ray")
 
+from ray_auth_checks import files_holding  # noqa: E402
+
 from rllm_sweeps.records import attempts  # noqa: E402
 from rllm_sweeps.records.layout import SweepPaths  # noqa: E402
 from rllm_sweeps.records.result import JobResult  # noqa: E402
@@ -183,7 +185,7 @@ def test_a_sweep_on_a_ray_cluster_runs_every_job_as_a_ray_job_on_the_worker(clus
         job = listed[submitted.scheduler_id]
         assert job.status.value == "SUCCEEDED" and job.driver_exit_code == 0
         assert job.driver_node_id == cluster.worker_node_id  # placed by its entrypoint resources
-        assert job.entrypoint_num_cpus == 2 and job.entrypoint_memory == 2 * 1024**3  # resources.*
+        assert job.metadata["rllm_sweeps_job_dir"] == str(job_dir)
 
 
 def test_a_ray_sweep_keeps_two_jobs_in_flight_when_parallel_is_two(sweeps: Sweeps) -> None:
@@ -288,3 +290,36 @@ def test_ctrl_c_stops_the_sweeps_ray_jobs_and_leaves_another_users_job_running(
         assert client.get_job_status(other).value == "RUNNING"
     finally:
         client.stop_job(other)
+
+
+def test_a_token_cluster_refuses_a_sweep_without_the_token_in_one_line_and_runs_one_with_it(tmp_path: Path) -> None:
+    auth = RayAuth.fresh(tmp_path / "auth" / "token")
+    token = auth.token_file.read_bytes().strip()
+    head, _ = start_cluster(auth, worker_cpus=0)  # a head alone, with CPUs for one job
+    try:
+        url = f"http://127.0.0.1:{head.ports.dashboard}"
+        wait_for_dashboard(url)
+        args = ["hydra/launcher=ray_cluster", f"hydra.launcher.address={url}", "trainer.lr=1e-3", *QUICK]
+        refused = sweep(tmp_path / "without", *args)
+        lines = refused.stderr.strip().splitlines()
+        assert refused.returncode == 2 and len(lines) == 1, refused.stdout[-2000:] + refused.stderr[-2000:]
+        assert "requires token authentication" in lines[0] and "RAY_AUTH_TOKEN" in lines[0]
+        ran = sweep(tmp_path / "with", *args, env=auth.env())  # Ray's own variables: the mode and the token file
+        assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+        assert "has no authentication" not in ran.stdout
+        (job_dir,) = job_dirs(tmp_path / "with")
+        assert JobResult.read(job_dir) is not None and JobResult.read(job_dir).status == "completed"
+        # The token is in no record, log or output of the sweep.
+        assert token not in (ran.stdout + ran.stderr).encode()
+        assert files_holding(tmp_path / "with", token) == []
+    finally:
+        head.stop()
+
+
+def test_a_jobs_resources_are_its_ray_jobs_entrypoint_resources() -> None:
+    from launchers.ray_cluster import entrypoint_resources
+    from rllm_sweeps.records.resources import Resources
+
+    res = Resources(nodes=1, gpus_per_node=2, cpus_per_task=3, jobs_per_gpu=1, mem_gb=1.5, time_min=60)
+    asked = {"entrypoint_num_cpus": 3, "entrypoint_num_gpus": 2, "entrypoint_memory": int(1.5 * 1024**3)}
+    assert entrypoint_resources(res) == asked
