@@ -77,6 +77,12 @@ class Launcher(abc.ABC):
         `preflight`; a run is refused."""
         return None
 
+    def storage_problem(self, sweep_dir: Path) -> str | None:
+        """Why the jobs could not write their records into `sweep_dir` where they run (the Ray
+        cluster's nodes do not see it), with what to do; None by default (local processes see it,
+        a SLURM cluster's nodes share the login node's file systems)."""
+        return None
+
     def flags(self, resources: Resources) -> list[str]:
         """What the scheduler is asked for a job of these resources.* (SLURM: its sbatch flags), for
         the dry run; none by default."""

@@ -8,6 +8,7 @@ that `defaults:` from one of these is that launcher:
 - nothing chosen (Hydra's default, `basic`, not typed) or `local` (launchers/local_settings.py) -> local
   processes;
 - `slurm` (launchers/slurm_settings.py) -> SLURM;
+- `ray_cluster` (launchers/ray_cluster_settings.py) -> an existing Ray cluster, through Ray's job API;
 - hydra-submitit-launcher's `submitit_slurm` / `submitit_local` -> SLURM / local processes, each
   field mapped or refused by launchers/submitit_fields.py.
 """
@@ -21,12 +22,13 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from launchers.local_settings import LocalSettings
+from launchers.ray_cluster_settings import RayClusterSettings
 from launchers.slurm_settings import SlurmSettings
 from launchers.submitit_fields import FIELDS, LOCAL_TARGET, SLURM_TARGET, translate
 from rllm_sweeps.problems import did_you_mean
 
 HYDRA_DEFAULT_TARGET = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"  # hydra/launcher=basic
-DRIVEN = ("local", "slurm", "submitit_slurm", "submitit_local")  # the launchers this sweeper drives
+DRIVEN = ("local", "slurm", "ray_cluster", "submitit_slurm", "submitit_local")  # the launchers this sweeper drives
 
 
 class LauncherRefused(Exception):
@@ -39,9 +41,12 @@ class LauncherChoice:
     slurm: SlurmSettings | None  # None: local processes
     resources: dict[str, Any]  # resources.KEY -> value every job gets from the launcher's fields
     parallel: int | None  # jobs in flight the launcher's fields ask for (array_parallelism)
+    ray: RayClusterSettings | None = None  # an existing Ray cluster (then slurm is None)
 
     def where(self) -> str:
         """Where the jobs run, for the dry run: 'local processes', 'SLURM partition gpu'."""
+        if self.ray is not None:
+            return f"the Ray cluster at {self.ray.address} (Ray's job API)"
         if self.slurm is None:
             return "local processes on this machine"
         partition = self.slurm.partition
@@ -66,6 +71,16 @@ def choose(node: DictConfig, name: str, chosen: bool = True) -> LauncherChoice:
         assert isinstance(values, dict)
         settings = SlurmSettings(**{f.name: values[f.name] for f in dataclasses.fields(SlurmSettings)})
         return LauncherChoice(name, settings, {}, None)
+    if isinstance(kind, type) and issubclass(kind, RayClusterSettings):
+        values = OmegaConf.to_container(node, resolve=True)
+        assert isinstance(values, dict)
+        ray = RayClusterSettings(**{f.name: values[f.name] for f in dataclasses.fields(RayClusterSettings)})
+        if not ray.address:
+            raise LauncherRefused(
+                f"hydra/launcher={name}: hydra.launcher.address is not set: give the Ray dashboard's address, "
+                "e.g. hydra.launcher.address=http://HEAD:8265 (docs/RAY.md)"
+            )
+        return LauncherChoice(name, None, {}, None, ray)
     if isinstance(kind, type) and issubclass(kind, LocalSettings):
         return LauncherChoice(name, None, {}, None)
     target = node.get("_target_")

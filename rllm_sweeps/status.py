@@ -2,7 +2,8 @@
 
 Per job: its scheduler id, state, node(s), GPUs, elapsed time, last metric and restarts, read
 from the sweep directory (result.json, metrics.jsonl, submitit's files) and, for SLURM
-jobs, from `sacct` in one call.
+jobs, from `sacct` in one call, for Ray jobs (hydra/launcher=ray_cluster) from Ray's job API, one
+call per cluster.
 """
 
 from __future__ import annotations
@@ -40,10 +41,35 @@ def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:
     return rows
 
 
+def ray_states(job_dirs: list[Path]) -> dict[str, dict[str, str]]:
+    """Each Ray job's state, asked of the cluster its submission names (`ray_address`), where it answers."""
+    by_address: dict[str, set[str]] = {}
+    for job_dir in job_dirs:
+        for event in attempts.read_events(job_dir):
+            if event.get("event") == "submitted" and event.get("ray_address"):
+                by_address.setdefault(str(event["ray_address"]), set()).add(str(event["scheduler_id"]))
+    rows: dict[str, dict[str, str]] = {}
+    for address, ids in by_address.items():
+        try:
+            from ray.job_submission import JobSubmissionClient
+
+            listed = JobSubmissionClient(address).list_jobs()
+        except Exception:  # noqa: BLE001 (the cluster gone or unreachable: the records still say the rest)
+            continue
+        for job in listed:
+            if job.submission_id in ids:
+                rows[job.submission_id] = {
+                    "state": job.status.value,
+                    "node_list": f"ray:{(job.driver_node_id or '')[:8]}",
+                }
+    return rows
+
+
 def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
     job_dirs = SweepPaths(sweep_dir).job_dirs()
     ids = {d: attempts.latest_scheduler_id(d) for d in job_dirs}
-    slurm = sacct_states([i for i in ids.values() if i])
+    slurm = sacct_states([i for i in ids.values() if i and not i.startswith(attempts.RAY_ID_PREFIX)])
+    slurm.update(ray_states(job_dirs))
     rows = []
     for job_dir in job_dirs:
         result = JobResult.read(job_dir)
@@ -66,7 +92,7 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
         rows.append(
             {
                 "job": job_dir.name,
-                "slurm_id": ids[job_dir] or "-",
+                "scheduler_id": ids[job_dir] or "-",  # SLURM job id or Ray job id
                 "state": sched.get("state") or (result.status if result else "no-result"),
                 "result": result.status if result else "-",
                 "nodes": sched.get("node_list", "local"),

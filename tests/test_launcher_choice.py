@@ -43,7 +43,7 @@ def refusal(proc: subprocess.CompletedProcess) -> str:
 def test_a_launcher_this_sweeper_does_not_drive_is_refused_before_anything_is_planned(tmp_path, launcher, nearest):
     line = refusal(train(tmp_path, f"hydra/launcher={launcher}", "trainer.lr=1e-3,3e-3", DRY))
     assert line.startswith(f"error: hydra/launcher={launcher}: ") and nearest in line
-    assert "local, slurm, submitit_slurm, submitit_local" in line
+    assert "local, slurm, ray_cluster, submitit_slurm, submitit_local" in line
     assert not (tmp_path / "sweep").exists()
 
 

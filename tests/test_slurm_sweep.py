@@ -82,7 +82,7 @@ def test_a_sweep_refused_by_slurm_then_fixed_runs_three_jobs_as_throttled_arrays
     status = subprocess.run(
         [sys.executable, "-m", "rllm_sweeps.cli", "status", str(tmp_path)], capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert status[0].split()[:5] == ["job", "slurm_id", "state", "result", "nodes"]
+    assert status[0].split()[:5] == ["job", "scheduler_id", "state", "result", "nodes"]
     assert sorted(line.split()[1] for line in status[1:]) == ids
     assert all("COMPLETED" in line and "val_reward_mean=" in line for line in status[1:])
 

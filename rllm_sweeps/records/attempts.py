@@ -33,6 +33,8 @@ from typing import Any
 
 from rllm_sweeps.records.layout import JobPaths
 
+RAY_ID_PREFIX = "rllm-"  # how a Ray job id (launchers/ray_cluster.py's submission id) starts; SLURM's are numbers
+
 
 def append_event(job_dir: Path, event: str, **fields: Any) -> None:
     """One line, appended in a single write (O_APPEND): concurrent writers never interleave."""

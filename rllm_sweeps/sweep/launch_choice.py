@@ -75,7 +75,11 @@ def launcher_parallel(settings: SweeperSettings, choice: LauncherChoice) -> int 
 
 
 def make_launcher(choice: LauncherChoice) -> Launcher:
-    """The launcher the choice names: SLURM (submitit) or local processes."""
+    """The launcher the choice names: SLURM (submitit), a Ray cluster (its job API) or local processes."""
+    if choice.ray is not None:
+        from launchers.ray_cluster import RayClusterLauncher
+
+        return RayClusterLauncher(choice.ray)
     if choice.slurm is not None:
         from launchers.slurm import SlurmLauncher
 

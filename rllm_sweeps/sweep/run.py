@@ -127,6 +127,8 @@ def run_sweep(
         problems = []
     else:
         problems = launcher.preflight(plan.resource_shapes)
+        if not problems and (storage := launcher.storage_problem(sweep_dir)) is not None:
+            problems = [storage]
     if problems:
         print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
         print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)

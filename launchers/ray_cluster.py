@@ -1,0 +1,213 @@
+"""Jobs as Ray jobs on an existing Ray cluster, through Ray's Job Submission API
+(`hydra/launcher=ray_cluster hydra.launcher.address=http://HEAD:8265`; docs/RAY.md).
+
+Each planned job is one Ray job: its entrypoint is the job's own command (`python train.py
+OVERRIDES`), wrapped by launchers/ray_task.py for its attempt records; its entrypoint resources are
+its resources.* (CPUs, GPUs, memory), so Ray places it on a node that has them. The job writes its
+records into its job directory, which must be on storage the cluster's nodes see at the same path
+(a shared file system); the dry run and the run check that with one probe job first.
+
+The submission id is chosen here and recorded in attempts.jsonl *before* Ray is asked, so a sweeper
+killed at any moment and rerun finds every Ray job it may have submitted (`reattach`) and submits
+no duplicate. Ray's token authentication: launchers/ray_auth.py.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
+from launchers.ray_auth import auth_refusal, unauthenticated_warning
+from launchers.ray_cluster_settings import RayClusterSettings
+from rllm_sweeps.records import attempts
+from rllm_sweeps.records.resources import Resources
+
+PROJECT = Path(__file__).resolve().parents[1]  # launchers/ray_task.py is imported from here on the cluster
+STOP_WAIT_S = 60  # for a stopped job's training process to reach a step boundary and save
+
+
+@dataclass(frozen=True)
+class RayJobHandle:
+    submission_id: str  # Ray's job id, as the sweep chose and recorded it
+    job_dir: Path
+
+
+def submission_id(request: LaunchRequest) -> str:
+    """Unique per attempt, readable in `ray job list`: the sweep's and the job's directory names."""
+    sweep = request.job_dir.parent.parent.name
+    return f"{attempts.RAY_ID_PREFIX}{sweep}-{request.job_dir.name}-g{request.generation}-{uuid.uuid4().hex[:8]}"
+
+
+def entrypoint(request: LaunchRequest, sid: str) -> str:
+    """The job's own command, inside its attempt-recording wrapper, as one shell line."""
+    wrapper = [sys.executable, "-m", "launchers.ray_task", str(request.job_dir), str(request.generation), sid]
+    return shlex.join([*wrapper, "--", *request.argv])
+
+
+def entrypoint_resources(resources: Resources) -> dict[str, float | int]:
+    """What Ray must find free on one node to start the job: its resources.*."""
+    asked: dict[str, float | int] = {
+        "entrypoint_num_cpus": resources.cpus_per_task,
+        "entrypoint_memory": int(resources.mem_gb * 1024**3),
+    }
+    if resources.gpus_per_node:
+        asked["entrypoint_num_gpus"] = resources.gpus_per_node
+    return asked
+
+
+class RayClusterLauncher(Launcher):
+    name = "ray_cluster"
+
+    def __init__(self, settings: RayClusterSettings) -> None:
+        assert settings.address, "launchers/choice.py refuses a ray_cluster launcher without an address"
+        self.settings = settings
+        self.address: str = settings.address
+        self._client = None
+        self._states: dict[str, tuple[str, int | None, str]] = {}  # id -> (status, exit code, message)
+        self._last_poll = 0.0
+
+    def client(self):  # noqa: ANN201 (ray is imported lazily: a sweep on SLURM needs none of it)
+        if self._client is None:
+            from ray.job_submission import JobSubmissionClient
+
+            self._client = JobSubmissionClient(self.address)
+        return self._client
+
+    def unavailable(self) -> str | None:
+        """Why the cluster cannot be asked: its dashboard does not answer, or refuses our token."""
+        if (refused := auth_refusal(self.address)) is not None:
+            return refused
+        if (warning := unauthenticated_warning(self.address)) is not None:
+            print(f"warning: {warning}", flush=True)
+        try:
+            self.client()
+        except Exception as err:  # noqa: BLE001 (Ray raises ConnectionError, RuntimeError, requests' errors)
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            return f"the Ray cluster at {self.address} does not answer: {first} (docs/RAY.md)"
+        return None
+
+    def preflight(self, shapes: list[Resources]) -> list[str]:
+        """A Ray job's entrypoint runs on one node: a multi-node job is not run this way (yet)."""
+        return [
+            f"resources.nodes={shape.nodes}: a job on a Ray cluster runs on one node; set resources.nodes=1 "
+            "(docs/RAY.md)"
+            for shape in shapes
+            if shape.nodes > 1
+        ]
+
+    def flags(self, resources: Resources) -> list[str]:
+        return [f"{k}={v}" for k, v in entrypoint_resources(resources).items()]
+
+    def storage_problem(self, sweep_dir: Path) -> str | None:
+        """One probe job: can a job on the cluster write where the sweep's records go? (The nearest
+        directory of the sweep's that exists: a dry run creates nothing.)"""
+        target = next(p for p in [sweep_dir, *sweep_dir.parents] if p.exists())
+        # The same directory, not only one of the same name: a node's own disk at that path fails.
+        seen = target.stat()
+        check = (
+            "import os,sys; p=sys.argv[1]; s=os.stat(p) if os.path.isdir(p) else None; "
+            "sys.exit(3 if s is None or f'{s.st_dev}:{s.st_ino}' != sys.argv[2] or not os.access(p, os.W_OK) else 0)"
+        )
+        sid = f"rllm-probe-{uuid.uuid4().hex[:8]}"
+        line = shlex.join([sys.executable, "-c", check, str(target), f"{seen.st_dev}:{seen.st_ino}"])
+        client = self.client()
+        client.submit_job(entrypoint=line, submission_id=sid, runtime_env=self.runtime_env({}))
+        deadline = time.monotonic() + self.settings.probe_timeout_s
+        while time.monotonic() < deadline:
+            info = client.get_job_info(sid)
+            if str(info.status) in ("SUCCEEDED", "JobStatus.SUCCEEDED"):
+                return None
+            if info.status.is_terminal():
+                return (
+                    f"a job on the Ray cluster at {self.address} cannot write {target} (the sweep directory's "
+                    f"storage; probe job {sid}: {info.status.value}, exit code {info.driver_exit_code}): put "
+                    "hydra.sweep.dir on storage the cluster's nodes see at the same path (docs/RAY.md)"
+                )
+            time.sleep(0.5)
+        client.stop_job(sid)
+        return f"the probe job {sid} did not finish in {self.settings.probe_timeout_s:g} s on {self.address}"
+
+    def runtime_env(self, env: dict[str, str]) -> dict:
+        """The user's runtime_env with the job's environment added (the project on PYTHONPATH)."""
+        given = dict(self.settings.runtime_env)
+        path = ":".join(filter(None, [str(PROJECT), env.get("PYTHONPATH")]))
+        given["env_vars"] = {**dict(given.get("env_vars", {})), **env, "PYTHONPATH": path}
+        return given
+
+    def submit(self, request: LaunchRequest) -> RayJobHandle:
+        request.job_dir.mkdir(parents=True, exist_ok=True)
+        sid = submission_id(request)
+        # Recorded before Ray is asked: a sweeper killed in between finds it on reattach.
+        attempts.append_event(
+            request.job_dir, "submitted", scheduler_id=sid, generation=request.generation, ray_address=self.address
+        )
+        self.client().submit_job(
+            entrypoint=entrypoint(request, sid),
+            submission_id=sid,
+            runtime_env=self.runtime_env(request.env),
+            metadata={"rllm_sweeps_job_dir": str(request.job_dir)},
+            **entrypoint_resources(request.resources),
+        )
+        return RayJobHandle(sid, request.job_dir)
+
+    def refresh(self, force: bool = False) -> None:
+        """Every job's state, in one call to the job API, at most every poll_interval_s."""
+        now = time.monotonic()
+        if not force and now - self._last_poll < self.settings.poll_interval_s:
+            return
+        self._last_poll = now
+        for info in self.client().list_jobs():
+            if info.submission_id:
+                self._states[info.submission_id] = (info.status.value, info.driver_exit_code, info.message or "")
+
+    def poll(self, handle: RayJobHandle) -> PollStatus:
+        self.refresh(force=handle.submission_id not in self._states)
+        status, code, message = self._states.get(handle.submission_id, ("PENDING", None, ""))
+        detail = f"{handle.submission_id} {status}"
+        if status == "PENDING":
+            return PollStatus(JobState.PENDING, detail=detail)
+        if status == "RUNNING":
+            return PollStatus(JobState.RUNNING, detail=detail)
+        # Ended. No exit code: the entrypoint never ran or its node was lost (retried by the sweeper).
+        failure = None if code is not None or status == "SUCCEEDED" else f"Ray job {status}: {message}".strip()
+        log = "" if status == "SUCCEEDED" else self.log_tail(handle)
+        return PollStatus(JobState.FINISHED, returncode=code, detail=detail, failure=failure, log=log)
+
+    def log_tail(self, handle: RayJobHandle, size: int = 4000) -> str:
+        """The end of Ray's log of the job (the wrapper's own output; train.py's is in job.log)."""
+        try:
+            return self.client().get_job_logs(handle.submission_id)[-size:]
+        except Exception:  # noqa: BLE001 (a log is a courtesy: the job's end is known without it)
+            return ""
+
+    def reattach(self, job_dirs: list[Path]) -> dict[Path, RayJobHandle]:
+        """The Ray jobs an earlier sweeper submitted that still run or wait: the newest of each job
+        adopted, any older live one stopped (never two live attempts)."""
+        recorded = {d: [s.scheduler_id for s in attempts.submissions(d)] for d in job_dirs}
+        if not any(recorded.values()):
+            return {}
+        self.refresh(force=True)
+        adopted: dict[Path, RayJobHandle] = {}
+        for job_dir, ids in recorded.items():
+            live = [i for i in ids if self._states.get(i, ("",))[0] in ("PENDING", "RUNNING")]
+            for stale in live[:-1]:
+                self.client().stop_job(stale)
+            if live:
+                adopted[job_dir] = RayJobHandle(live[-1], job_dir)
+        return adopted
+
+    def cancel(self, handle: RayJobHandle) -> None:
+        """Stop this Ray job (and nothing else on the cluster), waiting briefly for its end."""
+        client = self.client()
+        try:
+            client.stop_job(handle.submission_id)
+        except RuntimeError:  # never submitted (the sweeper was killed before Ray was asked)
+            return
+        deadline = time.monotonic() + STOP_WAIT_S
+        while time.monotonic() < deadline and not client.get_job_status(handle.submission_id).is_terminal():
+            time.sleep(0.5)

@@ -1,0 +1,325 @@
+"""`hydra/launcher=ray_cluster`: a sweep through Ray's Job Submission API, on a real local Ray
+cluster this module starts (a head with no CPUs and one worker with 4 CPUs and a resource of its
+own, both on this host: jobs can only run on the worker), through the project's own node machinery
+(runtime/nodes.py: each node stopped by its session, never `ray stop`).
+
+One 4-job sweep with parallel=2 through Ray, and the same plan as local processes, are run once per
+module and read by the checks below. About 2.5 minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+
+from ray_auth_checks import files_holding  # noqa: E402
+
+from rllm_sweeps.records import attempts  # noqa: E402
+from rllm_sweeps.records.layout import SweepPaths  # noqa: E402
+from rllm_sweeps.records.result import JobResult  # noqa: E402
+from rllm_sweeps.runtime.auth import AUTH_VARS, RayAuth  # noqa: E402
+from rllm_sweeps.runtime.nodes import RayNode, client_env, start_head_node, start_worker_node  # noqa: E402
+from rllm_sweeps.runtime.ray_env import this_process_env  # noqa: E402
+from rllm_sweeps.runtime.spec import RayClusterSpec  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = 100  # MB of object store
+WORKER = "rllm_test_worker"  # the worker's own resource: where a job ran is read from Ray
+# The cheapest real job: one step; 2 GB asked so two fit the worker on a CI machine.
+QUICK = ["trainer.total_batches=1", "trainer.val_before_train=false", "trainer.test_freq=0", "task.dataset.val_size=8"]
+QUICK += ["data.train_batch_size=8", "rollout.n=4", "resources.mem_gb=2"]
+PLAN = ["trainer.lr=1e-3,2e-3,3e-3,4e-3", "hydra.sweeper.parallel=2", *QUICK]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    dashboard: str  # http://127.0.0.1:PORT
+    worker_node_id: str
+
+
+def sweep_argv(sweep_dir: Path, *args: str) -> list[str]:
+    return [sys.executable, str(REPO / "train.py"), "-m", *args, f"hydra.sweep.dir={sweep_dir}"]
+
+
+def sweep_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This environment without any Ray address or token of its own (the test's cluster decides)."""
+    base = {k: v for k, v in os.environ.items() if k not in AUTH_VARS and k != "RAY_ADDRESS"}
+    return {**base, "PYTHONPATH": str(REPO), **(extra or {})}
+
+
+def sweep(sweep_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    argv = sweep_argv(sweep_dir, *args)
+    return subprocess.run(argv, cwd=REPO, env=sweep_env(env), capture_output=True, text=True, timeout=600)
+
+
+def started_sweep(sweep_dir: Path, *args: str) -> subprocess.Popen:
+    """A sweeper in its own session (signals reach it alone), its output kept in the sweep's parent."""
+    log = (sweep_dir.parent / f"{sweep_dir.name}.log").open("wb")
+    return subprocess.Popen(
+        sweep_argv(sweep_dir, *args),
+        cwd=REPO,
+        env=sweep_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def wait_until_started(sweep_dir: Path, jobs: int, timeout: float = 180) -> None:
+    """Until `jobs` jobs' attempts have started on the cluster."""
+    deadline = time.monotonic() + timeout
+    while sum(bool(attempts.read_attempts(d)) for d in SweepPaths(sweep_dir).job_dirs()) < jobs:
+        assert time.monotonic() < deadline, f"{jobs} jobs of {sweep_dir} did not start"
+        time.sleep(0.5)
+
+
+def start_cluster(auth: RayAuth | None, worker_cpus: int) -> tuple[RayNode, RayNode | None]:
+    """A head (no CPUs where a worker comes: jobs run on the worker) and, given CPUs, one worker;
+    both on this host's own address (a head on loopback is Ray's single-machine mode, which
+    refuses a second node)."""
+    import ray.util
+
+    ip = ray.util.get_node_ip_address() if worker_cpus else None
+    head_spec = RayClusterSpec(
+        num_cpus=0 if worker_cpus else 2, object_store_memory_mb=SMALL, include_dashboard=True, auth=auth
+    )
+    with this_process_env(client_env(head_spec, ip, head=True), drop=AUTH_VARS):
+        head = start_head_node(head_spec, node_ip=ip)
+    if not worker_cpus:
+        return head, None
+    assert head.address is not None
+    worker_spec = RayClusterSpec(num_cpus=worker_cpus, object_store_memory_mb=SMALL, resources={WORKER: 1}, auth=auth)
+    try:
+        with this_process_env(client_env(worker_spec, ip, head=False), drop=AUTH_VARS):
+            worker = start_worker_node(head.address, worker_spec, expect_nodes=2, node_ip=ip)
+    except BaseException:
+        head.stop()
+        raise
+    return head, worker
+
+
+def wait_for_dashboard(url: str, timeout: float = 90) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url + "/api/authentication_mode", timeout=5)
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"the dashboard at {url} did not answer"
+            time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    head, worker = start_cluster(None, worker_cpus=4)
+    assert worker is not None
+    try:
+        url = f"http://127.0.0.1:{head.ports.dashboard}"
+        wait_for_dashboard(url)
+        import ray
+
+        with this_process_env({}, drop=(*AUTH_VARS, "RAY_ADDRESS")):
+            ray.init(address=head.address, logging_level="ERROR")
+            try:
+                (node,) = [n for n in ray.nodes() if n["Alive"] and WORKER in n["Resources"]]
+            finally:
+                ray.shutdown()
+        yield Cluster(url, node["NodeID"])
+    finally:
+        worker.stop()
+        head.stop()
+
+
+@dataclass(frozen=True)
+class Sweeps:
+    ray: Path
+    local: Path
+    ray_run: subprocess.CompletedProcess
+
+
+@pytest.fixture(scope="module")
+def sweeps(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Sweeps:
+    root = tmp_path_factory.mktemp("ray_sweeps")
+    ray_run = sweep(root / "ray", "hydra/launcher=ray_cluster", f"hydra.launcher.address={cluster.dashboard}", *PLAN)
+    assert ray_run.returncode == 0, ray_run.stdout[-3000:] + ray_run.stderr[-3000:]
+    local = sweep(root / "local", *PLAN)
+    assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
+    return Sweeps(root / "ray", root / "local", ray_run)
+
+
+def job_dirs(sweep_dir: Path) -> list[Path]:
+    return sorted(SweepPaths(sweep_dir).job_dirs())
+
+
+def ray_jobs(cluster: Cluster) -> dict[str, object]:
+    from ray.job_submission import JobSubmissionClient
+
+    return {j.submission_id: j for j in JobSubmissionClient(cluster.dashboard).list_jobs() if j.submission_id}
+
+
+def test_a_sweep_on_a_ray_cluster_runs_every_job_as_a_ray_job_on_the_worker(cluster: Cluster, sweeps: Sweeps) -> None:
+    listed = ray_jobs(cluster)
+    dirs = job_dirs(sweeps.ray)
+    assert len(dirs) == 4
+    for job_dir in dirs:
+        (submitted,) = attempts.submissions(job_dir)
+        (attempt,) = attempts.read_attempts(job_dir)
+        assert attempt.scheduler_id == submitted.scheduler_id  # the Ray job id, in the attempt record
+        job = listed[submitted.scheduler_id]
+        assert job.status.value == "SUCCEEDED" and job.driver_exit_code == 0
+        assert job.driver_node_id == cluster.worker_node_id  # placed by its entrypoint resources
+        assert job.metadata["rllm_sweeps_job_dir"] == str(job_dir)
+
+
+def test_a_ray_sweep_keeps_two_jobs_in_flight_when_parallel_is_two(sweeps: Sweeps) -> None:
+    spans = [(a.started_at, a.ended_at or 0.0) for d in job_dirs(sweeps.ray) for a in attempts.read_attempts(d)]
+    most = max(sum(s <= t < e for s, e in spans) for t, _ in spans)
+    assert most == 2
+
+
+def test_a_ray_sweep_leaves_the_same_records_and_report_as_a_local_sweep(sweeps: Sweeps) -> None:
+    def results(sweep_dir: Path) -> list[tuple]:
+        out = []
+        for d in job_dirs(sweep_dir):
+            r = JobResult.read(d)
+            assert r is not None
+            out.append((d.name, r.status, r.config_hash, r.overrides, r.steps, r.final, r.best))
+        return out
+
+    def files(sweep_dir: Path) -> list[tuple[str, list[str]]]:
+        return [(d.name, sorted(p.name for p in d.iterdir())) for d in job_dirs(sweep_dir)]
+
+    def table(sweep_dir: Path) -> list[dict[str, str]]:
+        with (sweep_dir / "report" / "jobs.csv").open() as f:
+            return [{k: v for k, v in row.items() if "time" not in k} for row in csv.DictReader(f)]
+
+    assert results(sweeps.ray) == results(sweeps.local)
+    assert files(sweeps.ray) == files(sweeps.local)
+    assert sorted(p.name for p in (sweeps.ray / "report").iterdir()) == sorted(
+        p.name for p in (sweeps.local / "report").iterdir()
+    )
+    assert table(sweeps.ray) == table(sweeps.local)
+
+
+def test_an_unauthenticated_ray_cluster_gets_a_one_line_warning(sweeps: Sweeps) -> None:
+    warned = [line for line in sweeps.ray_run.stdout.splitlines() if "has no authentication" in line]
+    assert len(warned) == 1 and warned[0].startswith("warning: ")
+
+
+def test_a_ray_cluster_launcher_without_an_address_is_refused_with_one_line(tmp_path: Path) -> None:
+    run = sweep(tmp_path / "s", "hydra/launcher=ray_cluster", "trainer.lr=1e-3,2e-3", "hydra.sweeper.dry_run=true")
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1 and "hydra.launcher.address" in lines[0], run.stderr
+
+
+def test_a_ray_job_records_the_sweeps_job_output_in_its_job_log(sweeps: Sweeps) -> None:
+    for job_dir in job_dirs(sweeps.ray):
+        assert json.loads((job_dir / "result.json").read_text())["status"] == "completed"
+        assert (job_dir / "job.log").stat().st_size > 0
+
+
+def launcher_args(cluster: Cluster) -> list[str]:
+    return ["hydra/launcher=ray_cluster", f"hydra.launcher.address={cluster.dashboard}"]
+
+
+def test_a_sweeper_killed_and_rerun_reattaches_to_its_ray_jobs_and_submits_none_twice(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    sweep_dir = tmp_path / "killed"
+    args = [*launcher_args(cluster), "trainer.lr=1e-3,2e-3", "hydra.sweeper.parallel=2", *QUICK]
+    first = started_sweep(sweep_dir, *args)
+    try:
+        wait_until_started(sweep_dir, 2)
+    finally:
+        first.kill()  # SIGKILL: no cancel, no records written on the way out
+        first.wait()
+    rerun = sweep(sweep_dir, *args)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert rerun.stdout.count("reattached to job") == 2
+    listed = ray_jobs(cluster)
+    for job_dir in job_dirs(sweep_dir):
+        (submitted,) = attempts.submissions(job_dir)  # 0 duplicates
+        assert len(attempts.read_attempts(job_dir)) == 1
+        assert listed[submitted.scheduler_id].status.value == "SUCCEEDED"
+    status = subprocess.run(
+        [sys.executable, "-m", "rllm_sweeps.cli", "status", str(sweep_dir)],
+        cwd=REPO,
+        env=sweep_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = status.stdout.splitlines()
+    assert lines[0].split()[:3] == ["job", "scheduler_id", "state"], status.stdout + status.stderr
+    for line in lines[1:3]:
+        assert line.split()[1].startswith("rllm-killed-") and line.split()[2] == "SUCCEEDED", status.stdout
+
+
+def test_ctrl_c_stops_the_sweeps_ray_jobs_and_leaves_another_users_job_running(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(cluster.dashboard)
+    other = client.submit_job(entrypoint="sleep 600", submission_id=f"someone-else-{uuid.uuid4().hex[:8]}")
+    try:
+        sweep_dir = tmp_path / "interrupted"
+        sweeper = started_sweep(sweep_dir, *launcher_args(cluster), "trainer.lr=1e-3,2e-3", *QUICK)
+        wait_until_started(sweep_dir, 1)
+        sweeper.send_signal(signal.SIGINT)
+        assert sweeper.wait(timeout=120) == 130
+        ours = [s.scheduler_id for d in job_dirs(sweep_dir) for s in attempts.submissions(d)]
+        assert ours and all(client.get_job_status(i).value == "STOPPED" for i in ours)
+        assert client.get_job_status(other).value == "RUNNING"
+    finally:
+        client.stop_job(other)
+
+
+def test_a_token_cluster_refuses_a_sweep_without_the_token_in_one_line_and_runs_one_with_it(tmp_path: Path) -> None:
+    auth = RayAuth.fresh(tmp_path / "auth" / "token")
+    token = auth.token_file.read_bytes().strip()
+    head, _ = start_cluster(auth, worker_cpus=0)  # a head alone, with CPUs for one job
+    try:
+        url = f"http://127.0.0.1:{head.ports.dashboard}"
+        wait_for_dashboard(url)
+        args = ["hydra/launcher=ray_cluster", f"hydra.launcher.address={url}", "trainer.lr=1e-3", *QUICK]
+        refused = sweep(tmp_path / "without", *args)
+        lines = refused.stderr.strip().splitlines()
+        assert refused.returncode == 2 and len(lines) == 1, refused.stdout[-2000:] + refused.stderr[-2000:]
+        assert "requires token authentication" in lines[0] and "RAY_AUTH_TOKEN" in lines[0]
+        ran = sweep(tmp_path / "with", *args, env=auth.env())  # Ray's own variables: the mode and the token file
+        assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+        assert "has no authentication" not in ran.stdout
+        (job_dir,) = job_dirs(tmp_path / "with")
+        assert JobResult.read(job_dir) is not None and JobResult.read(job_dir).status == "completed"
+        # The token is in no record, log or output of the sweep.
+        assert token not in (ran.stdout + ran.stderr).encode()
+        assert files_holding(tmp_path / "with", token) == []
+    finally:
+        head.stop()
+
+
+def test_a_jobs_resources_are_its_ray_jobs_entrypoint_resources() -> None:
+    from launchers.ray_cluster import entrypoint_resources
+    from rllm_sweeps.records.resources import Resources
+
+    res = Resources(nodes=1, gpus_per_node=2, cpus_per_task=3, jobs_per_gpu=1, mem_gb=1.5, time_min=60)
+    asked = {"entrypoint_num_cpus": 3, "entrypoint_num_gpus": 2, "entrypoint_memory": int(1.5 * 1024**3)}
+    assert entrypoint_resources(res) == asked
