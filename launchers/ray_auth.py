@@ -14,6 +14,8 @@ import json
 import urllib.error
 import urllib.request
 
+from rllm_sweeps.runtime.ray_private import client_has_token
+
 TOKEN_HELP = (
     "set RAY_AUTH_MODE=token and your cluster's token in RAY_AUTH_TOKEN or a file named by RAY_AUTH_TOKEN_PATH "
     "(or ~/.ray/auth_token), as for `ray job submit` (docs/RAY.md)"
@@ -27,14 +29,6 @@ def cluster_auth_mode(address: str, timeout: float = 10) -> str | None:
             return str(json.load(answer).get("authentication_mode"))
     except (OSError, ValueError, urllib.error.URLError):
         return None
-
-
-def client_has_token() -> bool:
-    """Whether Ray's client, in this process, will send a token (its own loader decides)."""
-    from ray._private.authentication import authentication_utils
-    from ray._raylet import AuthenticationTokenLoader
-
-    return authentication_utils.is_token_auth_enabled() and AuthenticationTokenLoader.instance().has_token()
 
 
 def auth_refusal(address: str) -> str | None:

@@ -1,8 +1,8 @@
 """Jobs as Ray jobs on an existing Ray cluster, through Ray's Job Submission API
 (`hydra/launcher=ray_cluster hydra.launcher.address=http://HEAD:8265`; docs/RAY.md).
 
-Each planned job is one Ray job: its entrypoint is the job's own command (`python train.py
-OVERRIDES`), wrapped by launchers/ray_task.py for its attempt records; its entrypoint resources are
+Each planned job is one Ray job: its entrypoint is the job's own command (`python -m rllm_sweeps
+OVERRIDES`, app_command.py), wrapped by launchers/ray_task.py for its attempt records; its entrypoint resources are
 its resources.* (CPUs, GPUs, memory), so Ray places it on a node that has them. The job writes its
 records into its job directory, which must be on storage the cluster's nodes see at the same path
 (a shared file system); the dry run and the run check that with one probe job first.
@@ -27,7 +27,6 @@ from launchers.ray_cluster_settings import RayClusterSettings
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.resources import Resources
 
-PROJECT = Path(__file__).resolve().parents[1]  # launchers/ray_task.py is imported from here on the cluster
 STOP_WAIT_S = 60  # for a stopped job's training process to reach a step boundary and save
 
 
@@ -133,10 +132,11 @@ class RayClusterLauncher(Launcher):
         return f"the probe job {sid} did not finish in {self.settings.probe_timeout_s:g} s on {self.address}"
 
     def runtime_env(self, env: dict[str, str]) -> dict:
-        """The user's runtime_env with the job's environment added (the project on PYTHONPATH)."""
+        """The user's runtime_env with the job's environment added. The job runs the sweeper's
+        interpreter, whose installed rllm-sweeps (and the user's package) the cluster must have:
+        docs/RAY.md, "What the cluster needs"."""
         given = dict(self.settings.runtime_env)
-        path = ":".join(filter(None, [str(PROJECT), env.get("PYTHONPATH")]))
-        given["env_vars"] = {**dict(given.get("env_vars", {})), **env, "PYTHONPATH": path}
+        given["env_vars"] = {**dict(given.get("env_vars", {})), **env}
         return given
 
     def submit(self, request: LaunchRequest) -> RayJobHandle:
@@ -179,7 +179,7 @@ class RayClusterLauncher(Launcher):
         return PollStatus(JobState.FINISHED, returncode=code, detail=detail, failure=failure, log=log)
 
     def log_tail(self, handle: RayJobHandle, size: int = 4000) -> str:
-        """The end of Ray's log of the job (the wrapper's own output; train.py's is in job.log)."""
+        """The end of Ray's log of the job (the wrapper's own output; the job's is in job.log)."""
         try:
             return self.client().get_job_logs(handle.submission_id)[-size:]
         except Exception:  # noqa: BLE001 (a log is a courtesy: the job's end is known without it)

@@ -1,9 +1,9 @@
 """What runs as a Ray job's entrypoint: the job's own command, between its attempt's start and end
 in attempts.jsonl (as the SLURM task and the local launcher record them), its output in job.log.
 
-    python -m launchers.ray_task JOB_DIR GENERATION SUBMISSION_ID -- python train.py OVERRIDES...
+    python -m launchers.ray_task JOB_DIR GENERATION SUBMISSION_ID -- python -m rllm_sweeps OVERRIDES...
 
-Ray stops a job (`stop_job`) with SIGTERM: passed on to train.py, which checkpoints at its next step.
+Ray stops a job (`stop_job`) with SIGTERM: passed on to the job, which checkpoints at its next step.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Pinned: ray==2.57.0. Each use says why the public API does not do; an upgrade of Ray checks these
 first (tests/test_ray_cluster.py exercises both).
 
+- :func:`client_has_token`: whether Ray's client will send a token (launchers/ray_auth.py refuses a
+  sweep against a token cluster in one line rather than Ray's 401 traceback); Ray's token loader.
 - :func:`gcs_client`: ``ray._raylet.GcsClient``, the client ``ray.nodes()`` and ``ray symmetric-run``
   build on. It does not make this process a Ray driver, so SkyRL's later ``ray.init()`` still works
   here (``ray.nodes()`` needs ``ray.init()`` first).
@@ -16,6 +18,15 @@ from __future__ import annotations
 
 import sys
 from typing import Any
+
+
+def client_has_token() -> bool:
+    """Whether Ray's client, in this process, will send a token: Ray's own loader decides (the token's
+    places are Ray's: RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token), with no public call."""
+    from ray._private.authentication import authentication_utils
+    from ray._raylet import AuthenticationTokenLoader
+
+    return authentication_utils.is_token_auth_enabled() and AuthenticationTokenLoader.instance().has_token()
 
 
 def gcs_client(address: str) -> Any:
