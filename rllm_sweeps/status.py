@@ -143,7 +143,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     except ReportError:
         best = None
     if best is not None:
-        print(best.line())
+        print(f"\n{best.line()}")  # under the table, apart from its rows
     return 0
 
 

@@ -428,6 +428,7 @@ def test_a_planned_jobs_command_passes_its_preflight_without_composing_again_and
 ):
     from launchers.local import LocalLauncher
     from rllm_sweeps import app
+    from rllm_sweeps.app_command import MODULE_PROGRAM
     from rllm_sweeps.config import load
     from rllm_sweeps.records.launch import LAUNCH_ENV
     from rllm_sweeps.records.plan import Metric
@@ -440,7 +441,7 @@ def test_a_planned_jobs_command_passes_its_preflight_without_composing_again_and
     composed = []
     monkeypatch.setattr(load, "load_config", lambda *a, **k: composed.append(a))
     # what train.py does with the command: canonical spellings, then the pre-flight check
-    argv = app.command_line(request.argv[2:], notify=quiet)
+    argv = app.command_line(request.argv[1 + len(MODULE_PROGRAM) :], notify=quiet)  # python -m rllm_sweeps ARGS
     monkeypatch.setenv(LAUNCH_ENV, request.env[LAUNCH_ENV])
     app.preflight(argv)
     assert composed == []  # the planner validated exactly these overrides

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rllm_sweeps.training.episodes import GroupKey
-from rllm_sweeps.training.settings import LoopSettings
+from rllm_sweeps.training.settings import CONFIG_KEYS, LoopSettings
 from rllm_sweeps.workflows.episode import Trajectory
 
 
@@ -43,7 +43,7 @@ class Shaping:
         if self.overlong_filtered:
             causes.append(
                 f"{self.overlong_filtered} cut at data.max_response_length={settings.max_response_length} by "
-                "overlong filtering (rllm.mask_truncated_samples / generator.apply_overlong_filtering)"
+                f"overlong filtering ({CONFIG_KEYS['apply_overlong_filtering']})"
             )
         if self.zero_variance_filtered:
             causes.append(
