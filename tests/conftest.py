@@ -25,6 +25,7 @@ SHARED_FIXTURE_GROUPS = {
     "example": "optuna-example",  # tests/test_optuna.py: the shipped 12-trial study, run once
     "finished_sweep": "kept-grid",  # finished_sweeps.py: a finished 2-job grid (records and export tests)
     "finished_optuna": "kept-optuna",  # tests/test_sweep_records_kept.py: a finished 2-trial study
+    "ray_cluster": "ray-cluster",  # tests/test_ray_cluster_launcher.py: a Ray cluster and its 4-job sweeps, once
 }
 
 

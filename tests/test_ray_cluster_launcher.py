@@ -127,7 +127,7 @@ def wait_for_dashboard(url: str, timeout: float = 90) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
+def ray_cluster() -> Iterator[Cluster]:
     head, worker = start_cluster(None, worker_cpus=4)
     assert worker is not None
     try:
@@ -155,9 +155,11 @@ class Sweeps:
 
 
 @pytest.fixture(scope="module")
-def sweeps(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Sweeps:
+def sweeps(ray_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Sweeps:
     root = tmp_path_factory.mktemp("ray_sweeps")
-    ray_run = sweep(root / "ray", "hydra/launcher=ray_cluster", f"hydra.launcher.address={cluster.dashboard}", *PLAN)
+    ray_run = sweep(
+        root / "ray", "hydra/launcher=ray_cluster", f"hydra.launcher.address={ray_cluster.dashboard}", *PLAN
+    )
     assert ray_run.returncode == 0, ray_run.stdout[-3000:] + ray_run.stderr[-3000:]
     local = sweep(root / "local", *PLAN)
     assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
@@ -168,14 +170,16 @@ def job_dirs(sweep_dir: Path) -> list[Path]:
     return sorted(SweepPaths(sweep_dir).job_dirs())
 
 
-def ray_jobs(cluster: Cluster) -> dict[str, object]:
+def ray_jobs(ray_cluster: Cluster) -> dict[str, object]:
     from ray.job_submission import JobSubmissionClient
 
-    return {j.submission_id: j for j in JobSubmissionClient(cluster.dashboard).list_jobs() if j.submission_id}
+    return {j.submission_id: j for j in JobSubmissionClient(ray_cluster.dashboard).list_jobs() if j.submission_id}
 
 
-def test_a_sweep_on_a_ray_cluster_runs_every_job_as_a_ray_job_on_the_worker(cluster: Cluster, sweeps: Sweeps) -> None:
-    listed = ray_jobs(cluster)
+def test_a_sweep_on_a_ray_cluster_runs_every_job_as_a_ray_job_on_the_worker(
+    ray_cluster: Cluster, sweeps: Sweeps
+) -> None:
+    listed = ray_jobs(ray_cluster)
     dirs = job_dirs(sweeps.ray)
     assert len(dirs) == 4
     for job_dir in dirs:
@@ -184,7 +188,7 @@ def test_a_sweep_on_a_ray_cluster_runs_every_job_as_a_ray_job_on_the_worker(clus
         assert attempt.scheduler_id == submitted.scheduler_id  # the Ray job id, in the attempt record
         job = listed[submitted.scheduler_id]
         assert job.status.value == "SUCCEEDED" and job.driver_exit_code == 0
-        assert job.driver_node_id == cluster.worker_node_id  # placed by its entrypoint resources
+        assert job.driver_node_id == ray_cluster.worker_node_id  # placed by its entrypoint resources
         assert job.metadata["rllm_sweeps_job_dir"] == str(job_dir)
 
 
@@ -235,15 +239,15 @@ def test_a_ray_job_records_the_sweeps_job_output_in_its_job_log(sweeps: Sweeps) 
         assert (job_dir / "job.log").stat().st_size > 0
 
 
-def launcher_args(cluster: Cluster) -> list[str]:
-    return ["hydra/launcher=ray_cluster", f"hydra.launcher.address={cluster.dashboard}"]
+def launcher_args(ray_cluster: Cluster) -> list[str]:
+    return ["hydra/launcher=ray_cluster", f"hydra.launcher.address={ray_cluster.dashboard}"]
 
 
 def test_a_sweeper_killed_and_rerun_reattaches_to_its_ray_jobs_and_submits_none_twice(
-    cluster: Cluster, tmp_path: Path
+    ray_cluster: Cluster, tmp_path: Path
 ) -> None:
     sweep_dir = tmp_path / "killed"
-    args = [*launcher_args(cluster), "trainer.lr=1e-3,2e-3", "hydra.sweeper.parallel=2", *QUICK]
+    args = [*launcher_args(ray_cluster), "trainer.lr=1e-3,2e-3", "hydra.sweeper.parallel=2", *QUICK]
     first = started_sweep(sweep_dir, *args)
     try:
         wait_until_started(sweep_dir, 2)
@@ -253,7 +257,7 @@ def test_a_sweeper_killed_and_rerun_reattaches_to_its_ray_jobs_and_submits_none_
     rerun = sweep(sweep_dir, *args)
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
     assert rerun.stdout.count("reattached to job") == 2
-    listed = ray_jobs(cluster)
+    listed = ray_jobs(ray_cluster)
     for job_dir in job_dirs(sweep_dir):
         (submitted,) = attempts.submissions(job_dir)  # 0 duplicates
         assert len(attempts.read_attempts(job_dir)) == 1
@@ -273,15 +277,15 @@ def test_a_sweeper_killed_and_rerun_reattaches_to_its_ray_jobs_and_submits_none_
 
 
 def test_ctrl_c_stops_the_sweeps_ray_jobs_and_leaves_another_users_job_running(
-    cluster: Cluster, tmp_path: Path
+    ray_cluster: Cluster, tmp_path: Path
 ) -> None:
     from ray.job_submission import JobSubmissionClient
 
-    client = JobSubmissionClient(cluster.dashboard)
+    client = JobSubmissionClient(ray_cluster.dashboard)
     other = client.submit_job(entrypoint="sleep 600", submission_id=f"someone-else-{uuid.uuid4().hex[:8]}")
     try:
         sweep_dir = tmp_path / "interrupted"
-        sweeper = started_sweep(sweep_dir, *launcher_args(cluster), "trainer.lr=1e-3,2e-3", *QUICK)
+        sweeper = started_sweep(sweep_dir, *launcher_args(ray_cluster), "trainer.lr=1e-3,2e-3", *QUICK)
         wait_until_started(sweep_dir, 1)
         sweeper.send_signal(signal.SIGINT)
         assert sweeper.wait(timeout=120) == 130
