@@ -38,6 +38,13 @@ NEEDS_GPU_TRAINER = pytest.mark.skipif(
 )
 
 
+def train_two_steps(job: Path, *overrides: str) -> None:
+    """train.py with `overrides` into `job`, on the GPU; it must succeed."""
+    cmd = [sys.executable, str(REPO / "train.py"), *overrides, f"hydra.run.dir={job}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
 @pytest.mark.skipif(not _vllm_installed(), reason="needs vllm (pip install '.[fsdp]')")
 def test_the_lora_ranks_validation_accepts_are_vllms():
     from typing import get_args
@@ -52,25 +59,16 @@ def test_the_lora_ranks_validation_accepts_are_vllms():
 @NEEDS_GPU_TRAINER
 def test_two_training_steps_of_the_default_loop_on_skyrls_fsdp_trainer(tmp_path):
     job = tmp_path / "job"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "train.py"),
-            "skyrl.engine=fsdp",
-            "resources.gpus_per_node=1",
-            "trainer.total_batches=2",
-            "trainer.test_freq=2",
-            "trainer.save_freq=1",
-            "skyrl.train.trainer.max_ckpts_to_keep=1",
-            "task.dataset.val_size=8",
-            f"hydra.run.dir={job}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1800,
+    train_two_steps(
+        job,
+        "skyrl.engine=fsdp",
+        "resources.gpus_per_node=1",
+        "trainer.total_batches=2",
+        "trainer.test_freq=2",
+        "trainer.save_freq=1",
+        "skyrl.train.trainer.max_ckpts_to_keep=1",
+        "task.dataset.val_size=8",
     )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     result = JobResult.read(job)
     assert result.status == "completed" and result.steps == 2
     assert result.backend == "SkyRLTrainBackend" and result.engine == "fsdp"
@@ -103,28 +101,19 @@ def test_both_kl_terms_train_against_the_reference_adapter_on_skyrls_megatron_tr
     """The KL's reference is a second, untrained adapter registered through SkyRLTrainBackend.create_model's
     multi-LoRA path (Megatron's AdapterStore); the KL loss is the loop's custom loss term. Never run here."""
     job = tmp_path / "job"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "train.py"),
-            "skyrl.engine=megatron",
-            "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false",
-            "resources.gpus_per_node=1",
-            "algorithm.use_kl_loss=true",
-            "algorithm.kl_beta=0.1",
-            "skyrl.train.trainer.algorithm.use_kl_in_reward=true",
-            "trainer.total_batches=2",
-            "trainer.test_freq=2",
-            "trainer.save_freq=-1",
-            "task.dataset.val_size=8",
-            f"hydra.run.dir={job}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1800,
+    train_two_steps(
+        job,
+        "skyrl.engine=megatron",
+        "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false",
+        "resources.gpus_per_node=1",
+        "algorithm.use_kl_loss=true",
+        "algorithm.kl_beta=0.1",
+        "skyrl.train.trainer.algorithm.use_kl_in_reward=true",
+        "trainer.total_batches=2",
+        "trainer.test_freq=2",
+        "trainer.save_freq=-1",
+        "task.dataset.val_size=8",
     )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     steps = [r for r in read_metrics(job) if r["kind"] == "train"]
     assert [r["step"] for r in steps] == [1, 2]
     assert abs(steps[0]["kl"]) < 1e-2  # step 1 samples the base model, i.e. the reference

@@ -31,10 +31,21 @@ LEGACY_DISTRIBUTIONS = {"log_uniform": "log_uniform_values"}
 
 def migrate_spec(spec: Mapping[str, Any], schema_version: int) -> dict[str, Any]:
     """A stored spec in today's names: a plan of schema < 3 meant the values by `log_uniform`."""
+    return dict(spec) if schema_version >= 3 else renamed_distributions(spec, LEGACY_DISTRIBUTIONS)
+
+
+def renamed_distributions(spec: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """`spec` with each parameter's distribution renamed by `names` (old -> new, or back)."""
     out = dict(spec)
     params = out.get("parameters")
-    if schema_version >= 3 or not isinstance(params, Mapping):
-        return out
+    if isinstance(params, Mapping):
+        out["parameters"] = {
+            key: {**p, "distribution": names[p["distribution"]]}
+            if isinstance(p, Mapping) and p.get("distribution") in names
+            else p
+            for key, p in params.items()
+        }
+    return out
     out["parameters"] = {
         key: {**p, "distribution": LEGACY_DISTRIBUTIONS[p["distribution"]]}
         if isinstance(p, Mapping) and p.get("distribution") in LEGACY_DISTRIBUTIONS

@@ -22,7 +22,7 @@ from rllm_sweeps.config.planned import job_overrides
 from rllm_sweeps.config.source import current_source
 from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.manifest import SweepManifest
-from rllm_sweeps.records.plan import LEGACY_DISTRIBUTIONS
+from rllm_sweeps.records.plan import LEGACY_DISTRIBUTIONS, renamed_distributions
 
 # Spec fields whose change extends a sweep rather than making another one (docs/OPTUNA.md, "Resume").
 EXTENDABLE = ("budget",)
@@ -32,17 +32,7 @@ def _legacy_names(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The spec with the distribution names plan.json used before schema 3 (records/plan.py), so that a
     sweep planned then keeps its id (and its directory). No two valid specs meet: a log_uniform over
     exponents has min <= 0 (positive ones are refused), a log_uniform_values min > 0."""
-    out = dict(spec)
-    params = out.get("parameters")
-    if isinstance(params, Mapping):
-        old = {new: legacy for legacy, new in LEGACY_DISTRIBUTIONS.items()}
-        out["parameters"] = {
-            k: {**p, "distribution": old[p["distribution"]]}
-            if isinstance(p, Mapping) and p.get("distribution") in old
-            else p
-            for k, p in params.items()
-        }
-    return out
+    return renamed_distributions(spec, {new: legacy for legacy, new in LEGACY_DISTRIBUTIONS.items()})
 
 
 def _digest(spec: Mapping[str, Any], base: Sequence[str]) -> str:

@@ -75,12 +75,14 @@ def _frames(tb: TracebackType | None) -> Iterator[tuple[str, str, str, int]]:
 
 
 def _short(path: str) -> str:
-    """A file's path from its package on (`skyrl/train/...`, `rllm_sweeps/training/...`)."""
+    """A file's path from its package on (`skyrl/train/...`, `rllm_sweeps/training/...`): after the
+    innermost site-packages, or from this project's own package directory."""
     parts = path.split("/")
-    for i in range(len(parts) - 2, -1, -1):  # the innermost site-packages or checkout the file is in
-        if parts[i] in ("site-packages", "dist-packages") or (i and parts[i] == __name__.split(".")[0]):
-            start = i + 1 if parts[i].endswith("-packages") else i
-            return "/".join(parts[start:])
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i].endswith("-packages"):
+            return "/".join(parts[i + 1 :])
+        if parts[i] == __name__.partition(".")[0]:
+            return "/".join(parts[i:])
     return path
 
 
