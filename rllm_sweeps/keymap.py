@@ -173,7 +173,6 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     KeyMapping("data.train_batch_size", _T + "trainer.train_batch_size", "prompts per training step"),
     KeyMapping("data.val_batch_size", _T + "trainer.eval_batch_size", "prompts per validation batch"),
     KeyMapping("data.max_prompt_length", _T + "trainer.max_prompt_length", "prompt length limit (tokens)"),
-    KeyMapping("data.max_prompt_length", _T + "generator.max_input_length", "generator input limit (tokens)"),
     KeyMapping(
         "data.max_response_length",
         _T + "generator.sampling_params.max_generate_length",

@@ -15,6 +15,7 @@ from typing import Any
 from rllm_sweeps.advantages import ESTIMATORS as _ESTIMATOR_FUNCTIONS
 from rllm_sweeps.config.cross_rule import CrossRule
 from rllm_sweeps.config.engine_names import ENGINES, NO_REFERENCE, REFERENCE_ENGINES
+from rllm_sweeps.config.generator_rules import GENERATOR_RULES
 from rllm_sweeps.config.gpu_trainer_rules import GPU_TRAINER_RULES
 from rllm_sweeps.keymap import LOSS_AGG_MODES, LR_SCHEDULES
 
@@ -321,4 +322,5 @@ CROSS_RULES: tuple[CrossRule, ...] = (
         "skyrl.train.trainer.max_ckpts_to_keep keeps the newest K checkpoints: an integer >= 1, or -1 for all",
     ),
     *GPU_TRAINER_RULES,
+    *GENERATOR_RULES,
 )

@@ -291,6 +291,17 @@ def jax_setting(s: Situation, _value: Any) -> Effect:
     return unused(f"configures SkyRL's JAX backend, which skyrl.engine={s.engine} does not start")
 
 
+def sampler_logprobs(_s: Situation, value: Any) -> Effect:
+    # SkyRL's SamplingParams.logprobs: None, 0 or 1 (both return the chosen token's), larger values rejected.
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value in (0, 1)):
+        return unused(
+            "the loop always takes the sampler's log-probability of each chosen token (what 0 and 1 return) as "
+            "the old policy's; without them (null) SkyRL's trainer computes the same values with a forward pass "
+            "of the weights that sampled"
+        )
+    return refused("SkyRL takes null, 0 or 1 (the chosen token's log-probability); larger values are rejected")
+
+
 def constant(effect: Effect) -> Rule:
     return lambda _s, _v: effect
 
@@ -328,6 +339,8 @@ EXACT: dict[str, Rule] = {
     "trainer.update_ref_every_epoch": reference_setting,
     "trainer.fully_async.enabled": fully_async,
     "trainer.recompute_old_logprobs_per_minibatch": constant(unused(RATIO_ONE.replace("corrects", "recomputes"))),
+    "generator.sampling_params.logprobs": sampler_logprobs,
+    "generator.eval_sampling_params.logprobs": sampler_logprobs,
     "generator.batched": constant(unused("the workflows batch their sampling anyway (a step's requests at once)")),
     "generator.use_cache_salt": constant(unused("vLLM prefix-cache salting: a no-op for synchronous training")),
     "trainer.dump_data_batch": constant(OUTPUT_ONLY),

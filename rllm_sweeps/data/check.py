@@ -69,12 +69,12 @@ def _check(settings: DataSettings) -> tuple[list[ConfigIssue], list[str]]:
     opened: dict[str, list[DataFile]] = {TRAIN: [], VAL: []}
     for key, paths in ((TRAIN, settings.train_files), (VAL, settings.val_files)):
         for path in paths:
-            found = _file_issues(key, path, settings.env_class)
+            found = _file_issues(key, path, settings.env_configs)
             if isinstance(found, DataFile):
                 opened[key].append(found)
             else:
                 issues += found
-    default_problem = env_problem(settings.env_class)
+    default_problem = env_problem(settings.env_class, settings.env_configs)
     if default_problem and any(_rows_without_env(f) for files in opened.values() for f in files):
         issues.append(ConfigIssue(ENV, f"{ENV}={settings.env_class!r}: {default_problem}"))
     if issues:
@@ -82,7 +82,7 @@ def _check(settings: DataSettings) -> tuple[list[ConfigIssue], list[str]]:
     return _length_issues(settings, opened)
 
 
-def _file_issues(key: str, path: str, default_env: str) -> DataFile | list[ConfigIssue]:
+def _file_issues(key: str, path: str, env_configs: Mapping[str, Any]) -> DataFile | list[ConfigIssue]:
     try:
         f = DataFile.open(path)
     except EmptyFileError as err:
@@ -105,7 +105,7 @@ def _file_issues(key: str, path: str, default_env: str) -> DataFile | list[Confi
             out.append(ConfigIssue(key, f"{key}: {path}: row {row} has no {where} (null): fix or remove the row"))
     if ENV_CLASS in f.rows.column_names:
         for value in f.rows.unique(ENV_CLASS):
-            if value is not None and (problem := env_problem(str(value))):
+            if value is not None and (problem := env_problem(str(value), env_configs)):
                 row = int(pc.index(f.rows.data.column(ENV_CLASS), value).as_py())
                 out.append(ConfigIssue(ENV, f"{key}: {path}: row {row}, column {ENV_CLASS}: {problem}"))
     return out or f

@@ -9,7 +9,8 @@
 A trajectory's steps continue each other when a step's prompt is the previous step's prompt +
 response + observation (a multi-turn conversation): they become one sequence, whose observation
 tokens carry no loss. A step that starts afresh (a judge reading several solutions) starts a new
-sequence. Every sequence of a trajectory takes the trajectory's advantage.
+sequence, and so does every step of a step-wise trajectory (SkyRL's ``step_wise_trajectories``). Every
+sequence of a trajectory takes the trajectory's advantage.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def trajectory_sequences(traj: Trajectory, advantage: float, group: int) -> list
     sequences: list[TrainSequence] = []
     current: TrainSequence | None = None
     for step in traj.steps:
-        if current is None or step.prompt_ids != current.tokens:  # a fresh prompt: a new sequence
+        if current is None or traj.step_wise or step.prompt_ids != current.tokens:  # a fresh prompt: a new sequence
             n = len(step.prompt_ids)
             current = TrainSequence(list(step.prompt_ids), [0] * n, [0.0] * n, advantage, group)
             sequences.append(current)

@@ -156,7 +156,7 @@ class RLTrainer:
         self.total_steps = s.total_steps(len(task.train))
         self.stop_token_ids = stop_token_ids(tokenizer)
         self.workflow = workflow or SingleTurnWorkflow(task, SingleTurnSettings())
-        self.chat = ChatFormat(tokenizer, task.chat_template)
+        self.chat = ChatFormat(tokenizer, task.chat_template, s.use_conversation_multi_turn)
         self.loss_config = self._loss_config(s)
         self._is_setup = False
         if self.total_steps > 0 and len(task.train) < s.train_batch_size:
@@ -400,6 +400,7 @@ class RLTrainer:
             first_task_index=batch.first_index,
             max_prompt_length=self.settings.max_prompt_length,
             max_response_length=self.settings.max_response_length,
+            generator=self.settings.generator,
         )
         return episodes, client.sample_time_s
 

@@ -47,7 +47,7 @@ def train_batch(train: Sequence[Example], settings: LoopSettings, index: int) ->
     return PromptBatch(
         examples,
         s.n,
-        Sampling(s.temperature, s.top_p, s.top_k, s.max_response_length),
+        Sampling(s.temperature, s.top_p, s.top_k, s.max_response_length, s.stop),
         SeedPlan(s.seed, SEED_TRAIN_SAMPLING, index, len(examples) * s.n),
         first_index=index * bs,
         epoch=epoch,
@@ -58,7 +58,7 @@ def val_batches(val: Sequence[Example], settings: LoopSettings) -> list[PromptBa
     """The whole val set in chunks of ``data.val_batch_size``; episode e of the set has the same
     seed at every validation."""
     s = settings
-    sampling = Sampling(s.val_temperature, s.val_top_p, s.val_top_k, s.max_response_length)
+    sampling = Sampling(s.val_temperature, s.val_top_p, s.val_top_k, s.max_response_length, s.val_stop)
     seeds = SeedPlan(s.seed, SEED_VAL_SAMPLING, 0, len(val) * s.n_val)
     return [
         PromptBatch(val[start : start + s.val_batch_size], s.n_val, sampling, seeds, start, start * s.n_val)

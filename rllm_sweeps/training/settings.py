@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.native_keys import SKYRL_NODE
+from rllm_sweeps.workflows.generator import GeneratorSettings
 
 # field name -> dotted key of the common config (conf/config.yaml holds the defaults,
 # rllm_sweeps/config/rules.py what is valid: both are checked before the loop starts), or of a
@@ -69,6 +70,13 @@ CONFIG_KEYS: dict[str, str] = {
     "kl_ctrl_target": "skyrl.train.trainer.algorithm.kl_ctrl.kl_target",
     "kl_ctrl_horizon": "skyrl.train.trainer.algorithm.kl_ctrl.horizon",
     "advantage_batch_normalize": "skyrl.train.trainer.algorithm.advantage_batch_normalize",
+    # SkyRL's generator settings the workflows implement (workflows/generator.py; defaults: GeneratorConfig)
+    "max_input_length": "skyrl.train.generator.max_input_length",
+    "stop": "skyrl.train.generator.sampling_params.stop",
+    "val_stop": "skyrl.train.generator.eval_sampling_params.stop",
+    "use_conversation_multi_turn": "skyrl.train.generator.use_conversation_multi_turn",
+    "append_eos_after_stop": "skyrl.train.generator.append_eos_token_after_stop_str_in_multi_turn",
+    "step_wise_trajectories": "skyrl.train.generator.step_wise_trajectories",
     # DAPO's overlong buffer penalty: SkyRL's DAPO example adds these two to its AlgorithmConfig
     "overlong_buffer_len": "skyrl.train.trainer.algorithm.overlong_buffer_len",
     "overlong_buffer_penalty_factor": "skyrl.train.trainer.algorithm.overlong_buffer_penalty_factor",
@@ -144,6 +152,13 @@ class LoopSettings:
     advantage_batch_normalize: bool = False  # advantages normalized over the whole batch's tokens
     overlong_buffer_len: int | None = None  # DAPO: the last N tokens of the length limit are penalized
     overlong_buffer_penalty_factor: float = 1.0
+    # SkyRL's generator settings (GeneratorConfig's defaults)
+    max_input_length: int | None = None  # a multi-turn conversation's limit per turn; None: max_prompt_length
+    stop: tuple[str, ...] | None = None  # stop strings (training sampling), kept in the response
+    val_stop: tuple[str, ...] | None = None  # stop strings (validation sampling)
+    use_conversation_multi_turn: bool = True  # observations as chat messages (False: raw text, one message)
+    append_eos_after_stop: bool = True  # EOS after a response that ends at a stop string (conversation style)
+    step_wise_trajectories: bool = False  # each turn its own training sequence (SkyRL's step-wise training)
     # skyrl.train.trainer.algorithm as plain data: the parameters of SkyRL's policy losses that the
     # loop computes itself (training/custom_loss.py; None: a bare config, SkyRL's defaults)
     skyrl_algorithm: dict | None = None
@@ -163,6 +178,9 @@ class LoopSettings:
                 continue  # no SkyRL tree (a bare config, as bench/gpu_loop.py's): the field's default
             values[name] = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
         values["adam_betas"] = tuple(values["adam_betas"])
+        for name in ("stop", "val_stop"):
+            if values.get(name) is not None:
+                values[name] = tuple(values[name])
         algorithm = OmegaConf.select(cfg, ALGORITHM_TREE, default=None)
         if algorithm is not None:
             values["skyrl_algorithm"] = OmegaConf.to_container(algorithm, resolve=True)
@@ -173,6 +191,22 @@ class LoopSettings:
     def kl_active(self) -> bool:
         """KL to the base model is applied only with ``use_kl_loss`` and ``kl_beta > 0``."""
         return self.use_kl_loss and self.kl_beta > 0
+
+    @property
+    def input_limit(self) -> int:
+        """The conversation's token limit before each turn: SkyRL's max_input_length, which defaults to
+        trainer.max_prompt_length (SkyRLTrainConfig.__post_init__)."""
+        return self.max_prompt_length if self.max_input_length is None else self.max_input_length
+
+    @property
+    def generator(self) -> GeneratorSettings:
+        """SkyRL's generator settings of an episode's turns (workflows/generator.py)."""
+        return GeneratorSettings(
+            self.input_limit,
+            self.use_conversation_multi_turn,
+            self.append_eos_after_stop,
+            self.step_wise_trajectories,
+        )
 
     @property
     def needs_reference(self) -> bool:

@@ -31,6 +31,8 @@ from rllm_sweeps.tasks.base import Task, import_object
 from rllm_sweeps.workflows.chat import ChatFormat, Messages
 from rllm_sweeps.workflows.client import ModelOutput, RolloutClient
 from rllm_sweeps.workflows.episode import Episode, Termination, Trajectory
+from rllm_sweeps.workflows.generator import GeneratorSettings
+from rllm_sweeps.workflows.stop_strings import cut_at_stop_string
 
 
 @dataclass
@@ -76,12 +78,19 @@ class EpisodeContext:
     rollout_index: int
     max_prompt_length: int
     max_response_length: int
+    generator: GeneratorSettings | None = None  # SkyRL's generator settings (None: its defaults)
     _calls: int = 0
 
+    def __post_init__(self) -> None:
+        if self.generator is None:
+            self.generator = GeneratorSettings(max_input_length=self.max_prompt_length)
+
     async def generate(self, prompt_ids: list[int], max_tokens: int | None = None) -> ModelOutput:
-        """One call of the policy (any role); the episode's calls are numbered in call order."""
+        """One call of the policy (any role); the episode's calls are numbered in call order. A response
+        that reaches one of the phase's stop strings ends after it (stop_strings.py)."""
         call, self._calls = self._calls, self._calls + 1
-        return await self.client.generate(self.episode_index, call, prompt_ids, max_tokens)
+        out = await self.client.generate(self.episode_index, call, prompt_ids, max_tokens)
+        return cut_at_stop_string(out, self.client.sampling.stop, self.chat.tokenizer)
 
     def prompt_ids(self, prompt: str | Messages) -> tuple[list[int], bool]:
         """(token ids, truncated): the prompt in the task's format, left-truncated to data.max_prompt_length."""

@@ -7,8 +7,11 @@ Two formats, as SkyRL's generator has them (skyrl/train/generators/skyrl_gym_gen
   the generation prompt; an observation is the template's rendering of the new messages plus the
   next generation prompt, taken as the difference to a fixed base conversation (SkyRL's
   "fixed base" tokenization), so earlier tokens are never re-tokenized (token in, token out);
-- raw text (``chat_template: false``; SkyRL's ``use_conversation_multi_turn=false``): the
-  messages' contents, encoded directly, no template.
+- raw text (``chat_template: false``): the messages' contents, encoded directly, no template.
+
+SkyRL's ``use_conversation_multi_turn=false`` (``conversation=False``) keeps the templated first prompt
+but encodes observations as raw text, continuing the one assistant message (skyrl_gym_generator.py
+``get_obs_ids_from_obs``).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ _BASE = [{"role": "system", "content": "You are a helpful assistant."}, {"role":
 class ChatFormat:
     """Tokenizes prompts and observations for one tokenizer and one format."""
 
-    def __init__(self, tokenizer: Any, chat_template: bool) -> None:
+    def __init__(self, tokenizer: Any, chat_template: bool, conversation: bool = True) -> None:
         self.tokenizer = tokenizer
         self.templated = bool(chat_template and getattr(tokenizer, "chat_template", None))
+        self.conversation = conversation  # SkyRL's use_conversation_multi_turn: observations as chat messages
         self._cache: dict[str, list[int]] = {}
         self._base_ids: list[int] = []
         if self.templated:
@@ -71,9 +75,15 @@ class ChatFormat:
         """Tokens of an environment's observation messages (and the next turn's generation prompt)."""
         if not messages:
             return []
-        if self.templated:
+        if self.templated and self.conversation:
             return self._template([*_BASE, *messages], generation_prompt=not done)[len(self._base_ids) :]
         return [t for m in messages for t in self.encode(m["content"])]
+
+    @property
+    def eos_id(self) -> int | None:
+        """The tokenizer's end-of-sequence id (what SkyRL's generator appends or drops)."""
+        eos = self.tokenizer.eos_token_id
+        return None if eos is None else int(eos)
 
 
 def stop_token_ids(tokenizer: Any) -> list[int]:

@@ -44,13 +44,15 @@ class Sampling:
     top_p: float
     top_k: int
     max_tokens: int  # data.max_response_length
+    stop: tuple[str, ...] | None = None  # SkyRL's stop strings, applied by the episode (stop_strings.py)
 
 
 @dataclass(frozen=True)
 class ModelOutput:
     tokens: list[int]
     logprobs: list[float]
-    stop_reason: str  # "stop" (an end-of-turn token) or "length"
+    stop_reason: str  # "stop" (an end-of-turn token or a stop string) or "length"
+    stop_string: str | None = None  # the stop string the response ends with (stop_strings.py)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ class Trajectory:
     steps: list[Step] = field(default_factory=list)
     reward: float = 0.0
     correct: bool | None = None  # None: reward >= 1 (what `<role>_acc` counts)
+    step_wise: bool = False  # each step its own training sequence (SkyRL's step_wise_trajectories)
 
     @property
     def is_correct(self) -> bool:

@@ -14,7 +14,9 @@ With a dataset by path (``data.train_files``) the environment is each row's ``en
 generator makes it; ``workflow.env`` is not used then.
 
 Termination: ``env_done``; ``max_turns``; ``max_prompt_length`` when the conversation outgrows
-``data.max_prompt_length`` (SkyRL's ``max_input_length``) before the next turn.
+SkyRL's ``generator.max_input_length`` (default: ``data.max_prompt_length``) before the next turn.
+SkyRL's other generator settings (stop strings, ``use_conversation_multi_turn``, the end-of-sequence
+after a stop string, ``step_wise_trajectories``): workflows/generator.py.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ class MultiTurnWorkflow(Workflow):
 
     async def run(self, example: dict, ctx: EpisodeContext) -> Episode:
         settings: MultiTurnSettings = self.settings  # type: ignore[assignment]
+        gen = ctx.generator
+        assert gen is not None
+        eos = ctx.chat.eos_id
         if self.task.environments is not None:  # a dataset by path: the row's env_class (data/environments.py)
             env = self.task.environments.make(example, settings.max_turns)
         else:
@@ -88,8 +93,9 @@ class MultiTurnWorkflow(Workflow):
         try:
             prompt = example["prompt"]  # text, or chat messages (a dataset by path)
             messages, _ = env.init([{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt))
+            history = list(messages)  # the conversation as messages (step-wise prompts are templated from it)
             tokens, truncated = ctx.prompt_ids(messages)
-            traj = Trajectory("policy")
+            traj = Trajectory("policy", step_wise=gen.step_wise_trajectories)
             termination = Termination.MAX_TURNS
             for turn in range(settings.max_turns):
                 out = await ctx.generate(tokens)
@@ -97,14 +103,23 @@ class MultiTurnWorkflow(Workflow):
                 result = env.step(text)
                 done = bool(result["done"])
                 last = done or turn + 1 == settings.max_turns
-                obs = [] if last else ctx.chat.observation_ids(list(result["observations"] or []), done)
-                step = Step(tokens, out.tokens, out.logprobs, out.stop_reason, obs, text, float(result["reward"]))
+                observations = list(result["observations"] or [])
+                response, logprobs = out.tokens, out.logprobs
+                if not last:  # raw-text style continues the assistant message: its end-of-sequence goes
+                    response, logprobs = gen.continued(response, logprobs, eos)
+                # SkyRL's end-of-sequence after a stop string is not sampled: it goes with the (untrained)
+                # observation tokens; after the last turn it would follow every trained token, changing nothing
+                obs = [] if last else gen.added_eos(out.stop_string, response, eos)
+                obs += [] if last else ctx.chat.observation_ids(observations, done)
+                step = Step(tokens, response, logprobs, out.stop_reason, obs, text, float(result["reward"]))
                 traj.steps.append(step)
                 if done:
                     termination = Termination.ENV_DONE
                     break
-                tokens = step.full_ids
-                if len(tokens) > ctx.max_prompt_length:
+                history += [{"role": "assistant", "content": text}, *observations]
+                # step-wise: the next prompt is the template applied to the conversation so far (as SkyRL)
+                tokens = ctx.chat.encode(ctx.chat.prompt_text(history)) if traj.step_wise else step.full_ids
+                if len(tokens) > gen.max_input_length:  # SkyRL's max_input_length, before the next turn
                     termination = Termination.MAX_PROMPT_LENGTH
                     step.observation_ids = []  # no next turn reads them
                     break

@@ -14,6 +14,7 @@ from rllm_sweeps.workflows.base import EpisodeContext, Workflow
 from rllm_sweeps.workflows.chat import ChatFormat
 from rllm_sweeps.workflows.client import RolloutClient, SampleFailed
 from rllm_sweeps.workflows.episode import Episode, Termination
+from rllm_sweeps.workflows.generator import GeneratorSettings
 
 
 def run_episodes(
@@ -27,6 +28,7 @@ def run_episodes(
     first_task_index: int,
     max_prompt_length: int,
     max_response_length: int,
+    generator: GeneratorSettings | None = None,
 ) -> list[Episode]:
     """``n`` episodes of each example, in (example, rollout) order. ``first_episode``: the seed index
     of the first one (its position in the phase); ``first_task_index``: the first example's id."""
@@ -39,6 +41,7 @@ def run_episodes(
             rollout_index=j,
             max_prompt_length=max_prompt_length,
             max_response_length=max_response_length,
+            generator=generator,
         )
         for i in range(len(examples))
         for j in range(n)
