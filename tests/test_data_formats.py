@@ -4,6 +4,7 @@ environments' rewards (real skyrl-gym environments), and the pre-launch checks o
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +23,8 @@ from rllm_sweeps.data.check import check
 from rllm_sweeps.data.environments import DataEnvironments, env_problem
 from rllm_sweeps.data.files import DataFile, Examples
 from rllm_sweeps.data.formats import DataFormat, FormatError, detect
+
+REPO = Path(__file__).resolve().parents[1]
 from rllm_sweeps.data.settings import DataSettings
 
 
@@ -106,13 +109,25 @@ def test_aime_reads_its_ground_truth_from_reward_model_which_every_format_fills(
         assert DataEnvironments("aime").reward(example, "Answer: 42") == 1.0
 
 
-def test_env_classes_are_skyrl_gyms_ids_or_import_paths_and_those_needing_a_service_are_refused():
-    assert env_problem("gsm8k") is None and env_problem("gsm8k_multi_turn") is None
+def test_every_registered_environment_is_accepted_by_name_and_refused_only_without_what_it_reads():
+    import skyrl_gym
+
+    met = {"text2sql": {"db_path": str(REPO / "tests")}, "search": {"search_url": "http://127.0.0.1:1/retrieve"}}
+    assert {e: env_problem(e, met) for e in skyrl_gym.registry} == dict.fromkeys(skyrl_gym.registry)
     assert env_problem("tests.probes.data_env:ReplyEnv") is None
     assert "unknown env_class 'gsm9k'" in env_problem("gsm9k")
-    assert "a retrieval server" in env_problem("search")
-    assert "database" in env_problem("text2sql")
-    assert "code sandbox" in env_problem("lcb")
+    # What each reads is derived from its env_config's fields: a directory (``*_path``), a server (``*_url``).
+    assert env_problem("text2sql") == (
+        "env_class 'text2sql' reads environment.skyrl_gym.text2sql.db_path, which is not set: set it to a directory"
+    )
+    assert env_problem("text2sql", {"text2sql": {"db_path": "/no/such/dir"}}) == (
+        "env_class 'text2sql' reads environment.skyrl_gym.text2sql.db_path='/no/such/dir', which is not a "
+        "directory: set it to the directory the environment reads"
+    )
+    assert env_problem("search", {"search": {"search_url": ""}}) == (
+        "env_class 'search' reads environment.skyrl_gym.search.search_url, which is not set: set it to the "
+        "server's URL"
+    )
     assert "not a skyrl_gym BaseTextEnv" in env_problem("rllm_sweeps.tasks.toy:letters_reward")
 
 
@@ -135,7 +150,7 @@ def test_every_bad_input_is_reported_at_once_naming_its_file_row_or_column(tmp_p
     null_row = write_parquet(tmp_path / "null_row.parquet", nulls)
     bad_env = skyrl_rows()
     bad_env[3]["env_class"] = "gsm9k"
-    bad_env[6]["env_class"] = "search"
+    bad_env[6]["env_class"] = "text2sql"
     env_file = write_parquet(tmp_path / "bad_env.parquet", bad_env)
     issues = check(_settings([missing, text, garbage, no_truth], [empty, null_row, env_file]))
     messages = [i.message for i in issues]
@@ -148,9 +163,9 @@ def test_every_bad_input_is_reported_at_once_naming_its_file_row_or_column(tmp_p
         f"data.val_files: {empty} has no rows",
         f"data.val_files: {null_row}: row 5 has no ground_truth (null): fix or remove the row",
         f"data.val_files: {env_file}: row 3, column env_class: unknown env_class 'gsm9k': skyrl-gym has aime, gsm8k, "
-        "gsm8k_multi_turn (or a BaseTextEnv as 'module:Class')",
-        f"data.val_files: {env_file}: row 6, column env_class: env_class 'search' needs a retrieval server "
-        "(environment.skyrl_gym.search.search_url), which a job here cannot have",
+        "gsm8k_multi_turn, lcb, search, searchcode, text2sql (or a BaseTextEnv as 'module:Class')",
+        f"data.val_files: {env_file}: row 6, column env_class: env_class 'text2sql' reads "
+        "environment.skyrl_gym.text2sql.db_path, which is not set: set it to a directory",
     ]
     assert messages[2].startswith(f"data.train_files: {garbage}: cannot be read as parquet: ")
     assert [i.key for i in issues][-2:] == ["environment.env_class"] * 2
@@ -158,10 +173,10 @@ def test_every_bad_input_is_reported_at_once_naming_its_file_row_or_column(tmp_p
 
 def test_an_unusable_default_environment_is_refused_when_rows_rely_on_it(tmp_path):
     plain = write_parquet(tmp_path / "plain.parquet", plain_rows())
-    issues = check(_settings([plain], [plain], env_class="searchcode"))
+    issues = check(_settings([plain], [plain], env_class="text2sql"))
     assert [i.message for i in issues] == [
-        "environment.env_class='searchcode': env_class 'searchcode' needs a retrieval server and a code sandbox, "
-        "which a job here cannot have"
+        "environment.env_class='text2sql': env_class 'text2sql' reads environment.skyrl_gym.text2sql.db_path, "
+        "which is not set: set it to a directory"
     ]
     assert (
         check(_settings([plain], [])) == [check(_settings([plain], []))[0]]
