@@ -23,9 +23,9 @@ from rllm_sweeps.data.check import check
 from rllm_sweeps.data.environments import DataEnvironments, env_problem
 from rllm_sweeps.data.files import DataFile, Examples
 from rllm_sweeps.data.formats import DataFormat, FormatError, detect
+from rllm_sweeps.data.settings import DataSettings
 
 REPO = Path(__file__).resolve().parents[1]
-from rllm_sweeps.data.settings import DataSettings
 
 
 @pytest.mark.parametrize(
@@ -125,8 +125,7 @@ def test_every_registered_environment_is_accepted_by_name_and_refused_only_witho
         "directory: set it to the directory the environment reads"
     )
     assert env_problem("search", {"search": {"search_url": ""}}) == (
-        "env_class 'search' reads environment.skyrl_gym.search.search_url, which is not set: set it to the "
-        "server's URL"
+        "env_class 'search' reads environment.skyrl_gym.search.search_url, which is not set: set it to the server's URL"
     )
     assert "not a skyrl_gym BaseTextEnv" in env_problem("rllm_sweeps.tasks.toy:letters_reward")
 
