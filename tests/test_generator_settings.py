@@ -8,6 +8,7 @@ import pytest
 
 from rllm_sweeps.config.load import load_config
 from rllm_sweeps.problems import ConfigError
+from rllm_sweeps.training.jax_backend import default_micro_batch, micro_batch_for
 from rllm_sweeps.training.settings import LoopSettings
 
 
@@ -21,6 +22,8 @@ def test_max_input_length_and_max_prompt_length_are_two_settings_as_in_skyrl():
     assert (s.max_prompt_length, s.max_input_length, s.generator.max_input_length) == (64, 400, 400)
     # Unset, it is trainer.max_prompt_length (SkyRLTrainConfig.__post_init__)
     assert settings("trainer.max_prompt_length=64").generator.max_input_length == 64
+    # A multi-turn sequence may hold the longer limit plus a response: what micro batches are sized for
+    assert default_micro_batch(s) == micro_batch_for(s.mini_batch_size * s.n, 400 + s.max_response_length)
 
 
 def test_skyrls_generator_settings_reach_the_loop_with_skyrls_defaults():

@@ -8,7 +8,13 @@ from rllm_sweeps.training.jax_backend import MICRO_BATCH_TOKENS, default_micro_b
 
 
 def settings(mini_batch_size: int, n: int, prompt: int, response: int) -> SimpleNamespace:
-    return SimpleNamespace(mini_batch_size=mini_batch_size, n=n, max_prompt_length=prompt, max_response_length=response)
+    return SimpleNamespace(
+        mini_batch_size=mini_batch_size,
+        n=n,
+        max_prompt_length=prompt,
+        max_input_length=None,  # SkyRL's default: the prompt's limit
+        max_response_length=response,
+    )
 
 
 def test_the_default_cpu_job_trains_its_whole_mini_batch_in_one_call():

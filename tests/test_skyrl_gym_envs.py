@@ -233,6 +233,24 @@ def test_lcb_scores_a_right_program_one_and_a_wrong_one_zero():
     assert envs.reward(row, "```python\nprint(int(input()))\n```") == 0.0
 
 
+def test_an_environment_whose_database_is_missing_is_refused_before_launch_naming_the_key():
+    from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.problems import ConfigError
+
+    rows = str(ENVS / "text2sql.jsonl")
+    with pytest.raises(ConfigError) as err:  # SkyRL's default db_path, absent here
+        load_config([f"data.train_data=[{rows}]", f"data.val_data=[{rows}]"], notify=lambda _: None)
+    messages = [i.message for i in err.value.issues]  # one line per file that names it (train, val)
+    assert [m.split(":")[0] for m in messages] == ["data.train_files", "data.val_files"]
+    assert all(
+        m.endswith(
+            "env_class 'text2sql' reads environment.skyrl_gym.text2sql.db_path='/home/ray/default/sql_data', which "
+            "is not a directory: set it to the directory the environment reads"
+        )
+        for m in messages
+    )
+
+
 # ---- every registered environment trains by name (one real job)
 
 
@@ -264,7 +282,7 @@ def test_every_registered_environment_trains_two_steps_by_name_in_a_multi_turn_s
         "generator.n_samples_per_prompt=2",
         "trainer.eval_batch_size=7",
         "trainer.max_training_steps=2",
-        "trainer.eval_interval=0",  # validation is not what this shows
+        "trainer.eval_interval=0",  # no validation but the final one
         "trainer.eval_before_train=false",
         "trainer.ckpt_interval=-1",
         "rllm.episode_logging.log_episodes=true",
@@ -279,4 +297,4 @@ def test_every_registered_environment_trains_two_steps_by_name_in_a_multi_turn_s
     assert result.status == "completed" and result.steps == 2
     episodes = [json.loads(line) for line in (job / "episodes.jsonl").read_text().splitlines()]
     assert all(e["termination"] != "error" for e in episodes), [e["error"] for e in episodes if e["error"]]
-    assert len(episodes) == 2 * 7 * 2  # 2 steps of 7 rows (one per environment) x 2 samples
+    assert len(episodes) == 2 * 7 * 2 + 7  # 2 steps of 7 rows (one per environment) x 2 samples, the final validation

@@ -31,12 +31,19 @@ def run_shape(plain: dict[str, Any]) -> RunShape:
     """The sizes the job's JaxBackend is built with (training/jax_backend.py's defaults for 0)."""
     from skyrl.tx.utils.models import round_up_seq_len  # SkyRL's padding of a batch's length
 
+    from rllm_sweeps.config.generator_rules import MAX_INPUT_LENGTH
     from rllm_sweeps.training.jax_backend import micro_batch_for, sample_sequences_for
+    from rllm_sweeps.workflows.generator import longest_sequence
 
     def get(key: str) -> Any:
         return plain_get_or_none(plain, key)
 
-    tokens = int(get("data.max_prompt_length")) + int(get("data.max_response_length"))
+    max_input = get(MAX_INPUT_LENGTH)
+    tokens = longest_sequence(
+        int(get("data.max_prompt_length")),
+        None if max_input is None else int(max_input),
+        int(get("data.max_response_length")),
+    )
     n = int(get("rollout.n"))
     parallel_calls = int(get("workflow.n_solutions") or 1)  # solver-judge's solvers sample at once
     micro = int(get("skyrl.jax.train_micro_batch_size") or 0) or micro_batch_for(

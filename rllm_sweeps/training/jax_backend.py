@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from rllm_sweeps.training.settings import LoopSettings
+from rllm_sweeps.workflows.generator import longest_sequence
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +56,8 @@ MICRO_BATCH_TOKENS = 64 * (64 + 128)
 def default_micro_batch(settings: LoopSettings) -> int:
     """Sequences per forward_backward call: the whole optimizer mini batch, or the largest divisor
     of it within MICRO_BATCH_TOKENS (equal micro batches: one compiled shape)."""
-    return micro_batch_for(
-        settings.mini_batch_size * settings.n, settings.max_prompt_length + settings.max_response_length
-    )
+    tokens = longest_sequence(settings.max_prompt_length, settings.max_input_length, settings.max_response_length)
+    return micro_batch_for(settings.mini_batch_size * settings.n, tokens)
 
 
 def micro_batch_for(whole: int, tokens: int) -> int:

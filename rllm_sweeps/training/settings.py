@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.native_keys import SKYRL_NODE
-from rllm_sweeps.workflows.generator import GeneratorSettings
+from rllm_sweeps.workflows.generator import GeneratorSettings, input_limit
 
 # field name -> dotted key of the common config (conf/config.yaml holds the defaults,
 # rllm_sweeps/config/rules.py what is valid: both are checked before the loop starts), or of a
@@ -194,9 +194,8 @@ class LoopSettings:
 
     @property
     def input_limit(self) -> int:
-        """The conversation's token limit before each turn: SkyRL's max_input_length, which defaults to
-        trainer.max_prompt_length (SkyRLTrainConfig.__post_init__)."""
-        return self.max_prompt_length if self.max_input_length is None else self.max_input_length
+        """The conversation's token limit before each turn (SkyRL's max_input_length)."""
+        return input_limit(self.max_prompt_length, self.max_input_length)
 
     @property
     def generator(self) -> GeneratorSettings:

@@ -19,6 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def input_limit(max_prompt_length: int, max_input_length: int | None) -> int:
+    """SkyRL's max_input_length, which defaults to trainer.max_prompt_length (SkyRLTrainConfig.__post_init__)."""
+    return max_prompt_length if max_input_length is None else max_input_length
+
+
+def longest_sequence(max_prompt_length: int, max_input_length: int | None, max_response_length: int) -> int:
+    """The most tokens a training sequence holds: the longer of the first prompt's limit and the conversation's
+    limit before a turn, plus one response (what the memory estimate and the micro batch are sized for)."""
+    return max(max_prompt_length, input_limit(max_prompt_length, max_input_length)) + max_response_length
+
+
 @dataclass(frozen=True)
 class GeneratorSettings:
     """How an episode's turns are put together (the loop's LoopSettings fill it)."""
@@ -42,4 +53,4 @@ class GeneratorSettings:
         return response[:-1], logprobs[:-1]
 
 
-__all__ = ["GeneratorSettings"]
+__all__ = ["GeneratorSettings", "input_limit", "longest_sequence"]
