@@ -2,8 +2,8 @@
 ``agent_loop``), as the workflows implement them; defaults are SkyRL's ``GeneratorConfig``'s.
 
 - ``max_input_length``: the conversation's limit before each turn (SkyRL: ``len(input_ids) >
-  max_input_length`` ends the episode); it defaults to ``trainer.max_prompt_length``
-  (``data.max_prompt_length`` here), the first prompt's own limit.
+  max_input_length`` ends the episode); it defaults to SkyRL's prompt limit (``data.max_prompt_length``,
+  the key map's twin), the first prompt's own limit.
 - ``use_conversation_multi_turn``: true, each response and observation is a chat message
   (observations in the chat template); false, observations are raw text continuing the one
   assistant message, and a response's end-of-sequence token is dropped before them.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 
 def input_limit(max_prompt_length: int, max_input_length: int | None) -> int:
-    """SkyRL's max_input_length, which defaults to trainer.max_prompt_length (SkyRLTrainConfig.__post_init__)."""
+    """SkyRL's max_input_length, which defaults to its prompt limit (SkyRLTrainConfig.__post_init__)."""
     return max_prompt_length if max_input_length is None else max_input_length
 
 
