@@ -9,6 +9,7 @@ module and read by the checks below. About 2.5 minutes on a 2-core machine.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -50,6 +51,8 @@ PLAN = ["trainer.lr=1e-3,2e-3,3e-3,4e-3", "hydra.sweeper.parallel=2", *QUICK]
 class Cluster:
     dashboard: str  # http://127.0.0.1:PORT
     worker_node_id: str
+    head: RayNode
+    worker: RayNode
 
 
 def sweep_argv(sweep_dir: Path, *args: str) -> list[str]:
@@ -126,6 +129,19 @@ def wait_for_dashboard(url: str, timeout: float = 90) -> None:
             time.sleep(0.5)
 
 
+def node_id_with(head_address: str, resource: str) -> str:
+    """The id of the live node that has `resource` (each test node has one of its own)."""
+    import ray
+
+    with this_process_env({}, drop=(*AUTH_VARS, "RAY_ADDRESS")):
+        ray.init(address=head_address, logging_level="ERROR")
+        try:
+            (node,) = [n for n in ray.nodes() if n["Alive"] and resource in n["Resources"]]
+        finally:
+            ray.shutdown()
+    return node["NodeID"]
+
+
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Cluster]:
     head, worker = start_cluster(None, worker_cpus=4)
@@ -133,15 +149,8 @@ def ray_cluster() -> Iterator[Cluster]:
     try:
         url = f"http://127.0.0.1:{head.ports.dashboard}"
         wait_for_dashboard(url)
-        import ray
-
-        with this_process_env({}, drop=(*AUTH_VARS, "RAY_ADDRESS")):
-            ray.init(address=head.address, logging_level="ERROR")
-            try:
-                (node,) = [n for n in ray.nodes() if n["Alive"] and WORKER in n["Resources"]]
-            finally:
-                ray.shutdown()
-        yield Cluster(url, node["NodeID"])
+        assert head.address is not None
+        yield Cluster(url, node_id_with(head.address, WORKER), head, worker)
     finally:
         worker.stop()
         head.stop()
@@ -327,3 +336,68 @@ def test_a_jobs_resources_are_its_ray_jobs_entrypoint_resources() -> None:
     res = Resources(nodes=1, gpus_per_node=2, cpus_per_task=3, jobs_per_gpu=1, mem_gb=1.5, time_min=60)
     asked = {"entrypoint_num_cpus": 3, "entrypoint_num_gpus": 2, "entrypoint_memory": int(1.5 * 1024**3)}
     assert entrypoint_resources(res) == asked
+
+
+STEPS = 4
+# A job long enough to lose its node mid-run: a checkpoint after every step.
+LONG = [a for a in QUICK if not a.startswith("trainer.total_batches=")]
+LONG += [f"trainer.total_batches={STEPS}", "trainer.save_freq=1"]
+
+
+def trained_steps(job_dir: Path) -> list[int]:
+    from rllm_sweeps.records.metrics import read_metrics
+
+    return [r["step"] for r in read_metrics(job_dir) if r.get("kind") == "train"]
+
+
+def kill_node(node: RayNode) -> None:
+    """A machine lost: every process of the node (its raylet, its workers, and the job processes
+    they started) SIGKILLed at once, with nothing stopped in order."""
+    for pid in node.pids():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+# The module's last test on its cluster: the node it kills may be the module's worker.
+def test_a_job_whose_node_dies_is_resubmitted_and_resumes_from_its_checkpoint_on_another_node(
+    ray_cluster: Cluster, tmp_path: Path
+) -> None:
+    import ray.util
+    from ray.job_submission import JobSubmissionClient
+
+    ip = ray.util.get_node_ip_address()
+    spare_spec = RayClusterSpec(num_cpus=4, object_store_memory_mb=SMALL, resources={"rllm_test_spare": 1})
+    assert ray_cluster.head.address is not None
+    with this_process_env(client_env(spare_spec, ip, head=False), drop=AUTH_VARS):
+        spare = start_worker_node(ray_cluster.head.address, spare_spec, expect_nodes=3, node_ip=ip)
+    sweeper = None
+    try:
+        nodes = {ray_cluster.worker_node_id: ray_cluster.worker}
+        nodes[node_id_with(ray_cluster.head.address, "rllm_test_spare")] = spare
+        sweep_dir = tmp_path / "lost"
+        sweeper = started_sweep(sweep_dir, *launcher_args(ray_cluster), "trainer.lr=1e-3", *LONG)
+        wait_until_started(sweep_dir, 1)
+        (job_dir,) = job_dirs(sweep_dir)
+        deadline = time.monotonic() + 300
+        while not ((job_dir / "checkpoints" / "latest").exists() and len(trained_steps(job_dir)) >= 2):
+            assert time.monotonic() < deadline and sweeper.poll() is None, "the job reached no checkpoint"
+            time.sleep(0.2)
+        (first,) = attempts.submissions(job_dir)
+        client = JobSubmissionClient(ray_cluster.dashboard)
+        lost = client.get_job_info(first.scheduler_id).driver_node_id
+        kill_node(nodes[lost])
+        assert sweeper.wait(timeout=420) == 0, (sweep_dir.parent / "lost.log").read_text()[-3000:]
+
+        result = JobResult.read(job_dir)
+        assert result is not None and result.status == "completed"
+        assert result.retries == 1 and result.restarts >= 1  # resubmitted once; resumed from its checkpoint
+        first_again, second = attempts.submissions(job_dir)
+        assert first_again.scheduler_id == first.scheduler_id
+        rerun = client.get_job_info(second.scheduler_id)
+        assert rerun.status.value == "SUCCEEDED" and rerun.driver_node_id != lost  # elsewhere
+        assert client.get_job_info(first.scheduler_id).status.value == "FAILED"
+        assert trained_steps(job_dir) == list(range(1, STEPS + 1))  # no step lost, none repeated
+    finally:
+        if sweeper is not None and sweeper.poll() is None:
+            sweeper.kill()
+        spare.stop()
