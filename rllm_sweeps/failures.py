@@ -4,6 +4,9 @@ records/status.py's OUT_OF_MEMORY_FIX says what to change), or training that div
 
 from __future__ import annotations
 
+from typing import Any
+
+from rllm_sweeps.records.memory import MemoryFit
 from rllm_sweeps.records.status import FailureKind
 
 
@@ -42,4 +45,33 @@ def is_out_of_device_memory(err: BaseException) -> bool:
     return False
 
 
-__all__ = ["failure_kind", "is_out_of_device_memory"]
+def out_of_memory_fix(cfg: Any, fit: MemoryFit | None) -> str:
+    """What to change after an out-of-memory, leaving out what is already in effect (a micro batch
+    already retried down to 1, a GPU already the job's own). ``cfg``: the job's config (DictConfig)."""
+    from omegaconf import OmegaConf
+
+    def get(key: str) -> Any:
+        return OmegaConf.select(cfg, key, default=None)
+
+    fixes = []
+    for size, ended in (
+        ("train_micro_batch_size", None if fit is None else fit.train_micro_batch_size),
+        ("sample_max_num_sequences", None if fit is None else fit.sample_max_num_sequences),
+    ):
+        if ended is None or ended > 1:
+            fixes.append(f"lower skyrl.jax.{size}" + ("" if ended is None else f" (it was {ended})"))
+    if str(get("skyrl.engine")) == "jax" and not get("skyrl.jax.gradient_checkpointing"):
+        fixes.append("set skyrl.jax.gradient_checkpointing=true")
+    if int(get("resources.jobs_per_gpu") or 1) > 1:
+        fixes.append("give each job a GPU of its own (resources.jobs_per_gpu=1)")
+    rank, gpus = int(get("model.lora.rank") or 0), int(get("resources.gpus_per_node") or 0)
+    fixes.append("fewer tokens a sequence (data.max_prompt_length, data.max_response_length)")
+    if rank > 1:
+        fixes.append(f"a lower LoRA rank (model.lora.rank={rank // 2})")
+    fixes.append("a smaller model")
+    if gpus:
+        fixes.append(f"more GPUs (resources.gpus_per_node={2 * gpus})")
+    return ", or ".join([", ".join(fixes[:-1]), fixes[-1]]) if len(fixes) > 1 else fixes[0]
+
+
+__all__ = ["failure_kind", "is_out_of_device_memory", "out_of_memory_fix"]
