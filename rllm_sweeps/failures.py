@@ -8,6 +8,7 @@ from typing import Any
 
 from rllm_sweeps.records.memory import MemoryFit
 from rllm_sweeps.records.status import FailureKind
+from rllm_sweeps.training.memory_fit import is_out_of_device_memory
 
 
 def failure_kind(err: BaseException) -> FailureKind:
@@ -30,19 +31,6 @@ def failure_kind(err: BaseException) -> FailureKind:
     except ImportError:
         pass
     return FailureKind.INFRASTRUCTURE if isinstance(err, infrastructure) else FailureKind.USER
-
-
-def is_out_of_device_memory(err: BaseException) -> bool:
-    """Whether `err` (or what it was raised from) is an accelerator allocation that failed: XLA says
-    RESOURCE_EXHAUSTED (JAX on a GPU; on the CPU for an allocation past what the host has), torch
-    raises its OutOfMemoryError ("CUDA out of memory")."""
-    seen: BaseException | None = err
-    while seen is not None:
-        text = str(seen)
-        if ("RESOURCE_EXHAUSTED" in text and "memory" in text.lower()) or type(seen).__name__ == "OutOfMemoryError":
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def out_of_memory_fix(cfg: Any, fit: MemoryFit | None) -> str:
@@ -74,4 +62,4 @@ def out_of_memory_fix(cfg: Any, fit: MemoryFit | None) -> str:
     return ", or ".join([", ".join(fixes[:-1]), fixes[-1]]) if len(fixes) > 1 else fixes[0]
 
 
-__all__ = ["failure_kind", "is_out_of_device_memory", "out_of_memory_fix"]
+__all__ = ["failure_kind", "out_of_memory_fix"]

@@ -68,7 +68,8 @@ def test_a_number_set_is_kept_and_warned_about_where_it_does_not_fit():
     need = bench_need()
     choice = choose_sizes(need, 64, None, H100_SHARE)
     assert (choice.micro_batch, choice.train_chosen, choice.sample_chosen) == (64, "set", "auto")
-    assert any("warning: skyrl.jax.train_micro_batch_size=64" in line and "auto would be 32" in line for line in choice.lines)
+    warning = [line for line in choice.lines if line.startswith("warning: skyrl.jax.train_micro_batch_size=64")]
+    assert len(warning) == 1 and "auto would be 32" in warning[0]
     auto = choose_sizes(need, None, None, H100_SHARE)
     assert auto.micro_batch == 32 and not any(line.startswith("warning") for line in auto.lines)
     assert "skyrl.jax.train_micro_batch_size=32 (auto)" in auto.lines[0]
@@ -98,14 +99,14 @@ def test_an_out_of_memory_at_the_first_call_only_is_retried_once_at_half_size():
         resized.append(smaller)
         sizes.append(smaller)
 
-    from rllm_sweeps.failures import is_out_of_device_memory
+    from rllm_sweeps.training.memory_fit import is_out_of_device_memory
 
     assert call_halving(call, 64, resize, is_out_of_device_memory) == "ran at 32"
     assert resized == [32]
 
 
 def test_out_of_memory_at_every_size_is_raised_after_size_one_and_other_errors_are_not_retried():
-    from rllm_sweeps.failures import is_out_of_device_memory
+    from rllm_sweeps.training.memory_fit import is_out_of_device_memory
 
     resized: list[int] = []
 

@@ -46,9 +46,9 @@ class JaxEngine(Engine):
         self, cfg: DictConfig, settings: Any, model_dir: Path, tokenizer: Any, job_dir: Path, parallel_calls: int
     ) -> BuiltBackend:
         from rllm_sweeps.cachedir import cache_dir
+        from rllm_sweeps.engines.memory_sizes import fit_to_share
         from rllm_sweeps.training.jax_backend import device_share_bytes, enable_jax_compilation_cache, make_jax_backend
         from rllm_sweeps.training.memory_retry import SAMPLE_SIZE, TRAIN_SIZE
-        from rllm_sweeps.training.memory_sizes import fit_to_share
 
         jax_cache = None
         if os.environ.get(JAX_CACHE_ENV, "on") != "off":

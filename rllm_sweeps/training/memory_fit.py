@@ -111,6 +111,19 @@ def choose_sizes(
     return SizeChoice(micro, sample, how[0], how[1], tuple(lines), round(gib, 1))
 
 
+def is_out_of_device_memory(err: BaseException) -> bool:
+    """Whether `err` (or what it was raised from) is an accelerator allocation that failed: XLA says
+    RESOURCE_EXHAUSTED (JAX on a GPU; on the CPU for an allocation past what the host has), torch
+    raises its OutOfMemoryError ("CUDA out of memory")."""
+    seen: BaseException | None = err
+    while seen is not None:
+        text = str(seen)
+        if ("RESOURCE_EXHAUSTED" in text and "memory" in text.lower()) or type(seen).__name__ == "OutOfMemoryError":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def half(size: int) -> int | None:
     """The size to retry at after an out-of-memory: half, down to 1; None: 1 failed."""
     return size // 2 if size > 1 else None
@@ -187,6 +200,7 @@ __all__ = [
     "fit_size",
     "fits_at_all",
     "half",
+    "is_out_of_device_memory",
     "learn_factor",
     "learned_factor",
     "with_factor",

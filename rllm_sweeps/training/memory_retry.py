@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rllm_sweeps.records.memory import GIB, MemoryFit, MemoryNeed, MemoryRetry
-from rllm_sweeps.training.memory_fit import call_halving, factor_seen, learn_factor
+from rllm_sweeps.training.memory_fit import call_halving, factor_seen, is_out_of_device_memory, learn_factor
 
 TRAIN_SIZE, SAMPLE_SIZE = "train_micro_batch_size", "sample_max_num_sequences"
 
@@ -31,7 +31,6 @@ def memory_retrying(base: type) -> type:
     """``base`` (a JaxBackend class) whose calls are retried at half size on out-of-memory. Set
     ``memory_fit`` (and, for a GPU job with an estimate, ``memory_need`` and ``memory_share``) after
     building it: each retry is appended to ``memory_fit``."""
-    from rllm_sweeps.failures import is_out_of_device_memory
 
     class MemoryRetrying(base):
         memory_fit: MemoryFit | None = None

@@ -1,4 +1,4 @@
-"""A job's two engine sizes, fitted to its GPU share (memory_fit.py's rule) from its config."""
+"""A JAX job's two engine sizes, fitted to its GPU share (training/memory_fit.py's rule) from its config."""
 
 from __future__ import annotations
 
