@@ -1,6 +1,8 @@
 """Why a job failed, from what it raised: the user's to fix, the infrastructure's (worth a retry
-elsewhere), the accelerator's memory (not retried: the same job on the same share fails again;
-records/status.py's OUT_OF_MEMORY_FIX says what to change), or training that diverged (DIVERGED_FIX)."""
+elsewhere), the accelerator's memory (already retried at half size down to 1 by the engine,
+training/memory_retry.py; not retried by the sweep: the same job on the same share fails again;
+out_of_memory_fix says what to change, leaving out what is in effect), or training that diverged
+(DIVERGED_FIX)."""
 
 from __future__ import annotations
 
