@@ -57,6 +57,9 @@ def memory_check(jobs: Iterable[PlannedJob], launcher: Launcher) -> MemoryCheck:
         need = f"  job {job.index}: needs about {job.gpu_memory_gib:.1f} GiB per GPU"
         share = launcher.gpu_memory_share(job.resources)
         if share is None:
+            sized = job.gpu_memory_need
+            if sized is not None and sized.auto_micro_batch:  # the most auto may take
+                need += f" at most (micro batch {sized.micro_batch}; auto: the job fits it to its GPU)"
             lines.append(f"{need} (no GPU here to compare with)")
             continue
         fraction, total = share
