@@ -22,7 +22,7 @@ for d in /tmp/gpu_fit/*/; do
   name=$(basename "$d"); mkdir -p "$out/$name"
   cp "$d/sweeper.out" "$out/$name/" 2>/dev/null || true
   for j in "$d"jobs/*/; do
-    [ -f "$j/result.json" ] && cp "$j/result.json" "$out/$name/$(basename "$j").result.json"
-    [ -f "$j/job.log" ] && tail -c 20000 "$j/job.log" > "$out/$name/$(basename "$j").job.log"
+    [ -f "$j/result.json" ] && cp "$j/result.json" "$out/$name/$(basename "$j").result.json" || true
+    [ -f "$j/job.log" ] && tail -c 20000 "$j/job.log" > "$out/$name/$(basename "$j").job.log" || true
   done
 done
