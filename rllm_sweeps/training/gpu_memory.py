@@ -15,8 +15,10 @@ Its peak is then the larger of
 
 The activations a layer keeps per token are counted from the layer's code (below); XLA holds
 more than that at the backward's peak (its working buffers, float32 temporaries, LoRA's sorted
-copies), a factor fitted to the H200 runs of docs/BENCHMARKS.md (ACTIVATION_FACTOR). It is an
-estimate: the dry run warns, it does not refuse.
+copies), a factor fitted to the H200 runs of docs/BENCHMARKS.md (ACTIVATION_FACTOR), raised on a
+machine where a job saw more (training/memory_fit.py). It is an estimate: the sizes left to auto
+are fitted to it with a margin, a number set over it is warned about, and only a job that fits at
+no size is refused before launch (sweep/memory_check.py).
 """
 
 from __future__ import annotations
