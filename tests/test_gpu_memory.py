@@ -17,7 +17,7 @@ from launchers.local import LocalLauncher
 from rllm_sweeps.config.memory_need import model_shape
 from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.records.resources import Resources
-from rllm_sweeps.sweep.memory_check import memory_check, memory_lines
+from rllm_sweeps.sweep.memory_check import memory_check
 from rllm_sweeps.training.gpu_memory import GIB, ModelShape, RunShape, estimate_jax_memory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,7 +82,8 @@ def job(index: int, **kwargs) -> PlannedJob:
 def test_the_dry_run_lines_warn_where_an_estimate_exceeds_its_share(monkeypatch):
     monkeypatch.setattr("launchers.local.gpu_memory_bytes", lambda gpu: int(H200))
     launcher = LocalLauncher(gpus=("0",))
-    lines = memory_lines([job(0), job(1, gpu_memory_gib=20.6), job(2, engine="fsdp", gpu_memory_gib=None)], launcher)
+    jobs = [job(0), job(1, gpu_memory_gib=20.6), job(2, engine="fsdp", gpu_memory_gib=None)]
+    lines = memory_check(jobs, launcher).lines
     assert lines[1] == "  job 0: needs about 78.5 GiB per GPU, its share 63.2 GiB (0.45 of 140.4 GiB): does not fit"
     assert lines[2].endswith("(0.45 of 140.4 GiB)")
     assert "no estimate (SkyRL's GPU trainer, skyrl.engine=fsdp" in lines[3]
@@ -90,7 +91,7 @@ def test_the_dry_run_lines_warn_where_an_estimate_exceeds_its_share(monkeypatch)
         "warning: 1 job(s) may run out of GPU memory (0): lower skyrl.jax.train_micro_batch_size"
     )
     cpu = replace(job(0).resources, gpus_per_node=0)
-    assert memory_lines([job(0, resources=cpu)], launcher) == []  # a CPU job: nothing to say
+    assert memory_check([job(0, resources=cpu)], launcher).lines == []  # a CPU job: nothing to say
 
 
 @pytest.mark.slow

@@ -101,9 +101,4 @@ def _sized_line(index: int, need: MemoryNeed, have: int, of: str) -> tuple[str, 
     return line + ("" if fits else ": does not fit"), fits
 
 
-def memory_lines(jobs: Iterable[PlannedJob], launcher: Launcher) -> list[str]:
-    """memory_check's lines (the dry run's and the sweep's output)."""
-    return memory_check(jobs, launcher).lines
-
-
-__all__ = ["MemoryCheck", "memory_check", "memory_lines"]
+__all__ = ["MemoryCheck", "memory_check"]
