@@ -1,10 +1,16 @@
 """Why a job failed, from what it raised: the user's to fix, the infrastructure's (worth a retry
-elsewhere), the accelerator's memory (not retried: the same job on the same share fails again;
-records/status.py's OUT_OF_MEMORY_FIX says what to change), or training that diverged (DIVERGED_FIX)."""
+elsewhere), the accelerator's memory (already retried at half size down to 1 by the engine,
+training/memory_retry.py; not retried by the sweep: the same job on the same share fails again;
+out_of_memory_fix says what to change, leaving out what is in effect), or training that diverged
+(DIVERGED_FIX)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from rllm_sweeps.records.memory import MemoryFit
 from rllm_sweeps.records.status import FailureKind
+from rllm_sweeps.training.memory_fit import is_out_of_device_memory
 
 
 def failure_kind(err: BaseException) -> FailureKind:
@@ -29,17 +35,33 @@ def failure_kind(err: BaseException) -> FailureKind:
     return FailureKind.INFRASTRUCTURE if isinstance(err, infrastructure) else FailureKind.USER
 
 
-def is_out_of_device_memory(err: BaseException) -> bool:
-    """Whether `err` (or what it was raised from) is an accelerator allocation that failed: XLA says
-    RESOURCE_EXHAUSTED (JAX on a GPU; on the CPU for an allocation past what the host has), torch
-    raises its OutOfMemoryError ("CUDA out of memory")."""
-    seen: BaseException | None = err
-    while seen is not None:
-        text = str(seen)
-        if ("RESOURCE_EXHAUSTED" in text and "memory" in text.lower()) or type(seen).__name__ == "OutOfMemoryError":
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+def out_of_memory_fix(cfg: Any, fit: MemoryFit | None) -> str:
+    """What to change after an out-of-memory, leaving out what is already in effect (a micro batch
+    already retried down to 1, a GPU already the job's own). ``cfg``: the job's config (DictConfig)."""
+    from omegaconf import OmegaConf
+
+    def get(key: str) -> Any:
+        return OmegaConf.select(cfg, key, default=None)
+
+    fixes = []
+    for size, ended in (
+        ("train_micro_batch_size", None if fit is None else fit.train_micro_batch_size),
+        ("sample_max_num_sequences", None if fit is None else fit.sample_max_num_sequences),
+    ):
+        if ended is None or ended > 1:
+            fixes.append(f"lower skyrl.jax.{size}" + ("" if ended is None else f" (it was {ended})"))
+    if str(get("skyrl.engine")) == "jax" and not get("skyrl.jax.gradient_checkpointing"):
+        fixes.append("set skyrl.jax.gradient_checkpointing=true")
+    if int(get("resources.jobs_per_gpu") or 1) > 1:
+        fixes.append("give each job a GPU of its own (resources.jobs_per_gpu=1)")
+    rank, gpus = int(get("model.lora.rank") or 0), int(get("resources.gpus_per_node") or 0)
+    fixes.append("fewer tokens a sequence (data.max_prompt_length, data.max_response_length)")
+    if rank > 1:
+        fixes.append(f"a lower LoRA rank (model.lora.rank={rank // 2})")
+    fixes.append("a smaller model")
+    if gpus:
+        fixes.append(f"more GPUs (resources.gpus_per_node={2 * gpus})")
+    return ", or ".join([", ".join(fixes[:-1]), fixes[-1]]) if len(fixes) > 1 else fixes[0]
 
 
-__all__ = ["failure_kind", "is_out_of_device_memory"]
+__all__ = ["failure_kind", "out_of_memory_fix"]

@@ -25,7 +25,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rllm_sweeps.engines import engine_of
-from rllm_sweeps.failures import failure_kind
+from rllm_sweeps.failures import failure_kind, out_of_memory_fix
 from rllm_sweeps.job_dir import (
     JobLost,
     JobRefused,
@@ -41,8 +41,9 @@ from rllm_sweeps.records.launch import JobLaunch, current_launch, judged_metrics
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.metrics import DEFAULT_METRIC, MetricsLog, best_values, never_moved, read_metrics
 from rllm_sweeps.records.result import PHASES, JobResult, TrainingSummary, phase_metric
-from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind, JobStatus
+from rllm_sweeps.records.status import FailureKind, JobStatus
 from rllm_sweeps.training.divergence import Diverged
+from rllm_sweeps.training.memory_retry import MemoryExhausted
 
 EXIT_PREEMPTED = 143  # 128 + SIGTERM, what a scheduler expects from a job it stopped
 VERSIONED_PACKAGES = ("rllm-sweeps", "skyrl", "jax", "ray", "hydra-core", "optuna", "submitit", "torch")
@@ -187,8 +188,10 @@ def run_job(cfg: DictConfig, overrides: list[str], job_dir: Path | None = None) 
         result.failure_kind = failure_kind(err)
         if (origin := skyrl_failure_origin(err, cfg)) is not None:  # SkyRL's terse errors, placed
             result.error += f"\n{origin}"
+        if isinstance(err, MemoryExhausted):  # its sizes and every retry at half size
+            result.memory_fit = err.fit
         if result.failure_kind is FailureKind.OUT_OF_MEMORY:  # said plainly, with the fix, as the error's last line
-            result.error += f"\nout of accelerator memory: {OUT_OF_MEMORY_FIX}"
+            result.error += f"\nout of accelerator memory: {out_of_memory_fix(cfg, result.memory_fit)}"
     finally:
         result.ended_at = time.time()
         result.wall_time_s = result.ended_at - started
@@ -363,6 +366,7 @@ def _train(
         workflow=f"{workflow.cls.__module__}:{workflow.cls.__qualname__}",
         pruned_at=trial.pruned_at if trial is not None else None,
         exports=exporter.exports,
+        memory_fit=built.memory_fit,
     )
 
 

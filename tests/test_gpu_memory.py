@@ -17,7 +17,7 @@ from launchers.local import LocalLauncher
 from rllm_sweeps.config.memory_need import model_shape
 from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.records.resources import Resources
-from rllm_sweeps.sweep.memory_check import memory_lines
+from rllm_sweeps.sweep.memory_check import memory_check
 from rllm_sweeps.training.gpu_memory import GIB, ModelShape, RunShape, estimate_jax_memory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,6 +25,17 @@ H200 = 140.4 * GIB  # NVML's total of the H200 the figures were measured on (143
 # bench/gpu_placement.py's runs: 32 prompts x 8 samples, 64 + 128 tokens (SkyRL pads to 192), LoRA r32,
 # skyrl.jax.max_lora_adapters 4 (conf/backend/skyrl.yaml)
 QWEN = model_shape("builtin:qwen3-0.5b-random")
+BENCH_ARGS = [
+    "model.path=builtin:qwen3-0.5b-random",
+    "resources.gpus_per_node=1",
+    "data.train_batch_size=32",
+    "rollout.n=8",
+    "trainer.mini_batch_size=32",
+    "data.max_response_length=128",
+    "data.max_prompt_length=64",
+    "model.lora.rank=32",
+    "model.lora.alpha=32",
+]
 
 
 def bench_run(micro_batch: int) -> RunShape:
@@ -71,7 +82,8 @@ def job(index: int, **kwargs) -> PlannedJob:
 def test_the_dry_run_lines_warn_where_an_estimate_exceeds_its_share(monkeypatch):
     monkeypatch.setattr("launchers.local.gpu_memory_bytes", lambda gpu: int(H200))
     launcher = LocalLauncher(gpus=("0",))
-    lines = memory_lines([job(0), job(1, gpu_memory_gib=20.6), job(2, engine="fsdp", gpu_memory_gib=None)], launcher)
+    jobs = [job(0), job(1, gpu_memory_gib=20.6), job(2, engine="fsdp", gpu_memory_gib=None)]
+    lines = memory_check(jobs, launcher).lines
     assert lines[1] == "  job 0: needs about 78.5 GiB per GPU, its share 63.2 GiB (0.45 of 140.4 GiB): does not fit"
     assert lines[2].endswith("(0.45 of 140.4 GiB)")
     assert "no estimate (SkyRL's GPU trainer, skyrl.engine=fsdp" in lines[3]
@@ -79,27 +91,14 @@ def test_the_dry_run_lines_warn_where_an_estimate_exceeds_its_share(monkeypatch)
         "warning: 1 job(s) may run out of GPU memory (0): lower skyrl.jax.train_micro_batch_size"
     )
     cpu = replace(job(0).resources, gpus_per_node=0)
-    assert memory_lines([job(0, resources=cpu)], launcher) == []  # a CPU job: nothing to say
+    assert memory_check([job(0, resources=cpu)], launcher).lines == []  # a CPU job: nothing to say
 
 
 @pytest.mark.slow
 def test_the_dry_run_prints_each_gpu_jobs_estimate(tmp_path):
     """The real dry run, on a machine that shows one GPU (CUDA_VISIBLE_DEVICES) but has no NVML to
     measure it: the estimate, and that there is nothing here to compare it with."""
-    args = [
-        "-m",
-        "skyrl.jax.train_micro_batch_size=16,64",
-        "model.path=builtin:qwen3-0.5b-random",
-        "resources.gpus_per_node=1",
-        "data.train_batch_size=32",
-        "rollout.n=8",
-        "trainer.mini_batch_size=32",
-        "data.max_response_length=128",
-        "data.max_prompt_length=64",
-        "model.lora.rank=32",
-        "model.lora.alpha=32",
-        "hydra.sweeper.dry_run=true",
-    ]
+    args = ["-m", "skyrl.jax.train_micro_batch_size=16,64", *BENCH_ARGS, "hydra.sweeper.dry_run=true"]
     env = {**os.environ, "PYTHONPATH": str(REPO), "RLLM_SWEEPS_WARM_SERVER": "off", "CUDA_VISIBLE_DEVICES": "0"}
     proc = subprocess.run(
         [sys.executable, str(REPO / "train.py"), *args],
@@ -113,3 +112,72 @@ def test_the_dry_run_prints_each_gpu_jobs_estimate(tmp_path):
     assert "GPU memory, estimated before launch" in proc.stdout
     assert "job 0: needs about 20.9 GiB per GPU" in proc.stdout  # AdamW's moments in float32 (optimizer.py)
     assert "job 1: needs about 78.7 GiB per GPU" in proc.stdout
+
+
+def sized_job(index: int, share_jobs: int = 1) -> PlannedJob:
+    """bench/gpu_placement.py's job (issue 48's "Why"), both sizes left to auto."""
+    from rllm_sweeps.training.gpu_memory import memory_need
+
+    need = replace(memory_need(QWEN, bench_run(64)), auto_micro_batch=True, auto_sample_sequences=True)
+    resources = Resources(nodes=1, gpus_per_node=1, cpus_per_task=2, jobs_per_gpu=share_jobs, mem_gb=8, time_min=60)
+    gib = round(need.total_gib(64, 256), 1)
+    return PlannedJob(index, [], {}, "p", 0, None, "h", resources, "jax", gib, need)
+
+
+def test_before_launch_auto_is_shown_at_the_micro_batch_that_fits_the_share(monkeypatch):
+    monkeypatch.setattr("launchers.local.gpu_memory_bytes", lambda gpu: int(79.6 * GIB))  # an 80 GB H100
+    check = memory_check([sized_job(0), sized_job(1)], LocalLauncher(gpus=("0",)))
+    assert check.refused == []
+    assert check.lines[1].startswith("  job 0: needs about 40.2 GiB per GPU")  # 78.7 at 64: out of memory there
+    assert (
+        "at micro batch 32 (auto), 256 sampled at once (auto), its share 59.7 GiB (0.75 of 79.6 GiB)" in check.lines[1]
+    )
+    assert not any(line.startswith("warning") for line in check.lines)
+
+
+def test_a_job_that_fits_at_no_size_is_refused_with_the_fix(monkeypatch):
+    monkeypatch.setattr("launchers.local.gpu_memory_bytes", lambda gpu: 2 * GIB)
+    check = memory_check([sized_job(0)], LocalLauncher(gpus=("0",)))
+    assert len(check.refused) == 1
+    assert check.refused[0].startswith("job 0 cannot fit its GPU share at any size")
+    assert "a smaller model" in check.refused[0] and "resources.gpus_per_node" in check.refused[0]
+
+
+FAKE_NVML = '''"""NVML of a machine with one GPU of 2 GiB (the sweeper's view only: no job starts)."""
+class NVMLError(Exception):
+    pass
+def nvmlInit(): pass
+def nvmlShutdown(): pass
+def nvmlDeviceGetCount(): return 1
+def nvmlDeviceGetHandleByIndex(i): return i
+def nvmlDeviceGetHandleByUUID(u): raise NVMLError(u)
+class _Memory:
+    total = 2 * 2**30
+def nvmlDeviceGetMemoryInfo(handle): return _Memory()
+'''
+
+
+@pytest.mark.slow
+def test_the_real_sweep_refuses_a_job_that_fits_at_no_size_before_writing_anything(tmp_path):
+    """The real sweep (not a dry run) on a machine whose NVML shows one GPU of 2 GiB (a stand-in
+    pynvml on the sweeper's path: this machine has no GPU): the 0.44 B model fits at no size, so the
+    sweep says so with the fix, exits 2, and launches and writes nothing."""
+    fake = tmp_path / "nvml"
+    fake.mkdir()
+    (fake / "pynvml.py").write_text(FAKE_NVML)
+    sweep_dir = tmp_path / "sweep"
+    args = ["-m", "trainer.lr=1e-4,3e-4", *BENCH_ARGS, f"hydra.sweep.dir={sweep_dir}"]
+    env = {**os.environ, "PYTHONPATH": f"{fake}:{REPO}", "RLLM_SWEEPS_WARM_SERVER": "off"}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "GPU memory, estimated before launch" in proc.stdout
+    assert "job 0 cannot fit its GPU share at any size" in proc.stderr and "a smaller model" in proc.stderr
+    assert not sweep_dir.exists() or not any(sweep_dir.iterdir())

@@ -66,6 +66,7 @@ def plan_dict(
                     },
                     "engine": "jax",
                     "gpu_memory_gib": None,
+                    "gpu_memory_need": None,
                 }
             )
     spec = {

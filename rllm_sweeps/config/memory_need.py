@@ -10,21 +10,44 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.plain_tree import plain_get_or_none
-from rllm_sweeps.training.gpu_memory import MemoryEstimate, ModelShape, RunShape, estimate_jax_memory
+from rllm_sweeps.records.memory import MemoryNeed
+from rllm_sweeps.training.gpu_memory import ModelShape, RunShape, memory_need
+from rllm_sweeps.training.memory_fit import AUTO
 
 
-def job_memory_estimate(plain: dict[str, Any]) -> MemoryEstimate | None:
-    """The estimate of a job of SkyRL's JAX engine; None: another engine, or no config.json here."""
+def job_memory_need(plain: dict[str, Any]) -> MemoryNeed | None:
+    """The estimate of a job of SkyRL's JAX engine by size, with the factor a job on this machine
+    learned from an out-of-memory (training/memory_fit.py); None: another engine, or no config.json here."""
+    from rllm_sweeps.cachedir import cache_dir
+    from rllm_sweeps.training.memory_fit import learned_factor, with_factor
+
     if plain_get_or_none(plain, "skyrl.engine") != "jax":
         return None
     model = model_shape(str(plain_get_or_none(plain, "model.path")))
     if model is None:
         return None
-    return estimate_jax_memory(model, run_shape(plain))
+    need = memory_need(model, run_shape(plain))
+    need = replace(
+        need,
+        auto_micro_batch=is_auto(plain_get_or_none(plain, "skyrl.jax.train_micro_batch_size")),
+        auto_sample_sequences=is_auto(plain_get_or_none(plain, "skyrl.jax.sample_max_num_sequences")),
+    )
+    return with_factor(need, learned_factor(cache_dir()))
+
+
+def is_auto(size: Any) -> bool:
+    """skyrl.jax.train_micro_batch_size / sample_max_num_sequences left to fit the job's share."""
+    return size is None or str(size) == AUTO
+
+
+def asked_size(size: Any) -> int:
+    """The number a user set for a size; 0 for auto (and SkyRL's 0, "not set")."""
+    return 0 if is_auto(size) else int(size)
 
 
 def run_shape(plain: dict[str, Any]) -> RunShape:
@@ -46,10 +69,10 @@ def run_shape(plain: dict[str, Any]) -> RunShape:
     )
     n = int(get("rollout.n"))
     parallel_calls = int(get("workflow.n_solutions") or 1)  # solver-judge's solvers sample at once
-    micro = int(get("skyrl.jax.train_micro_batch_size") or 0) or micro_batch_for(
+    micro = asked_size(get("skyrl.jax.train_micro_batch_size")) or micro_batch_for(
         int(get("trainer.mini_batch_size")) * n, tokens
     )
-    sample = int(get("skyrl.jax.sample_max_num_sequences") or 0) or sample_sequences_for(
+    sample = asked_size(get("skyrl.jax.sample_max_num_sequences")) or sample_sequences_for(
         int(get("data.train_batch_size")) * n,
         int(get("data.val_batch_size")) * int(get("rollout.n_val")),
         parallel_calls,
@@ -106,4 +129,11 @@ def computes_in_half_precision(path: str) -> bool | None:
     return None if shape is None else shape.dtype_bytes == 2
 
 
-__all__ = ["computes_in_half_precision", "job_memory_estimate", "model_shape", "run_shape"]
+__all__ = [
+    "asked_size",
+    "computes_in_half_precision",
+    "is_auto",
+    "job_memory_need",
+    "model_shape",
+    "run_shape",
+]

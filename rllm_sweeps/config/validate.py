@@ -170,8 +170,13 @@ def check_jax(jax_settings: dict[str, Any]) -> list[ConfigIssue]:
     logging.getLogger("absl").setLevel(logging.ERROR)  # "Tensorflow library not found" on import
     from skyrl.backends.jax import JaxBackendConfig
 
+    from rllm_sweeps.config.memory_need import asked_size, is_auto
+
+    sizes = ("train_micro_batch_size", "sample_max_num_sequences")
+    # auto is this project's (training/memory_fit.py): SkyRL sees the number it resolves to.
+    numbers = {k: asked_size(v) if k in sizes and is_auto(v) else v for k, v in jax_settings.items()}
     try:
-        JaxBackendConfig(**jax_settings)
+        JaxBackendConfig(**numbers)
     except ValidationError as err:
         return [
             ConfigIssue(

@@ -23,6 +23,7 @@ from rllm_sweeps.config.gpu_trainer_rules import node_gpus
 from rllm_sweeps.config.setting_effect import loop_native_keys
 from rllm_sweeps.keymap import BY_NATIVE
 from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
+from rllm_sweeps.records.memory import MemoryFit
 from rllm_sweeps.training.engine_traits import EngineTraits
 
 
@@ -38,6 +39,7 @@ class BuiltBackend:
     tokenizer: Any  # the model's Hugging Face tokenizer
     processes: int = 1  # the backend's processes (RayJaxBackend: one JAX process per bundle)
     placement_group: Any = None  # the Ray placement group its processes run in, if any
+    memory_fit: MemoryFit | None = None  # its sizes, how they were chosen, its out-of-memory retries
 
     @property
     def name(self) -> str:

@@ -46,20 +46,32 @@ class JaxEngine(Engine):
         self, cfg: DictConfig, settings: Any, model_dir: Path, tokenizer: Any, job_dir: Path, parallel_calls: int
     ) -> BuiltBackend:
         from rllm_sweeps.cachedir import cache_dir
-        from rllm_sweeps.training.jax_backend import enable_jax_compilation_cache, make_jax_backend
+        from rllm_sweeps.engines.memory_sizes import fit_to_share
+        from rllm_sweeps.training.jax_backend import device_share_bytes, enable_jax_compilation_cache, make_jax_backend
+        from rllm_sweeps.training.memory_retry import SAMPLE_SIZE, TRAIN_SIZE
 
         jax_cache = None
         if os.environ.get(JAX_CACHE_ENV, "on") != "off":
             # Jobs of a machine share compiled programs: later jobs skip most of the JIT time.
             jax_cache = enable_jax_compilation_cache(cache_dir() / "jax")
         jax_settings = OmegaConf.to_container(cfg.skyrl.jax, resolve=True)
-        # 0 (SkyRL: "whole batch") is sized by make_jax_backend so every call keeps one shape.
-        sizes = {k: jax_settings.pop(k) or None for k in ("train_micro_batch_size", "sample_max_num_sequences")}
+        asked = {k: jax_settings.pop(k) for k in (TRAIN_SIZE, SAMPLE_SIZE)}
         jax_settings.pop("max_lora_rank")  # follows model.lora.rank
         self._place(cfg, jax_settings, jax_cache)
+        fitted = fit_to_share(cfg, asked, None if self.uses_ray else device_share_bytes())
+        # None (auto on the CPU, 0) is sized by make_jax_backend so every call keeps one shape.
+        sizes = {TRAIN_SIZE: fitted.choice.micro_batch, SAMPLE_SIZE: fitted.choice.sample_sequences}
         backend = make_jax_backend(model_dir, settings, **sizes, parallel_calls=parallel_calls, **jax_settings)
+        memory_fit = fitted.record(backend.config)
+        if not self.uses_ray:  # memory_retry.py's retries append to the job's record
+            backend.memory_fit, backend.memory_need, backend.memory_share = memory_fit, fitted.need, fitted.share
+            backend.memory_cache = cache_dir()
         return BuiltBackend(
-            backend, tokenizer, processes=int(backend.config.num_processes or 1), placement_group=self._pg(backend)
+            backend,
+            tokenizer,
+            processes=int(backend.config.num_processes or 1),
+            placement_group=self._pg(backend),
+            memory_fit=memory_fit,
         )
 
     def _place(self, cfg: DictConfig, jax_settings: dict[str, Any], jax_cache: Path | None) -> None:

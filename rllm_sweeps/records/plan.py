@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from rllm_sweeps.records.memory import MemoryNeed
 from rllm_sweeps.records.metrics import DEFAULT_GOAL, DEFAULT_METRIC
 from rllm_sweeps.records.resources import Resources
 
@@ -71,17 +72,26 @@ class PlannedJob:
     # A job asking for GPUs: its GPU memory estimate (GiB, config/memory_need.py); None: none (no GPU
     # asked, SkyRL's GPU trainer, or the model's config.json is not here)
     gpu_memory_gib: float | None = None
+    # ... and by size (records/memory.py), which the sweep fits to the job's share before launch
+    gpu_memory_need: MemoryNeed | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in _JOB_FIELDS}  # shallow: written, not kept
         out["resources"] = None if self.resources is None else self.resources.to_dict()
+        out["gpu_memory_need"] = None if self.gpu_memory_need is None else asdict(self.gpu_memory_need)
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlannedJob:
         """A job as to_dict wrote it (the plan's spool)."""
         resources = data.get("resources")
-        return cls(**{**data, "resources": None if resources is None else Resources.from_dict(resources)})
+        return cls(
+            **{
+                **data,
+                "resources": None if resources is None else Resources.from_dict(resources),
+                "gpu_memory_need": MemoryNeed.read(data.get("gpu_memory_need")),
+            }
+        )
 
     @classmethod
     def from_plan_json(cls, data: Mapping[str, Any]) -> PlannedJob:
@@ -99,6 +109,7 @@ class PlannedJob:
             resources=Resources.read(resources),
             engine=str(data.get("engine") or "jax"),
             gpu_memory_gib=data.get("gpu_memory_gib"),
+            gpu_memory_need=MemoryNeed.read(data.get("gpu_memory_need")),
         )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.memory import MemoryFit
 from rllm_sweeps.records.status import DIVERGED_FIX, NON_FINITE_REWARD_FIX, FailureKind, JobStatus
 
 SCHEMA_VERSION = 1
@@ -39,6 +40,7 @@ class TrainingSummary:
     workflow: str  # the workflow class that ran the episodes, module:Class (a user's own, too)
     pruned_at: int | None = None  # the step its Optuna trial's pruner stopped it at
     exports: PolicyExports = field(default_factory=lambda: PolicyExports())  # the policies it exported
+    memory_fit: MemoryFit | None = None  # SkyRL's JAX engine: its sizes and out-of-memory retries
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class JobResult:
     divergence: Divergence | None = None  # for a diverged job: where its training first went non-finite
     exports: PolicyExports = field(default_factory=PolicyExports)  # the policies it exported (export/)
     gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the job ran with (None: not set)
+    memory_fit: MemoryFit | None = None  # its engine's sizes, how chosen, out-of-memory retries (records/memory.py)
     retries: int = 0  # times the sweep launched the job again after an infrastructure failure
     retry_reasons: list[str] = field(default_factory=list)  # why, one line per retry
     versions: dict[str, str] = field(default_factory=dict)
@@ -121,6 +124,7 @@ class JobResult:
             self.divergence = Divergence(**self.divergence)
         if isinstance(self.exports, dict):
             self.exports = PolicyExports.from_dict(self.exports)
+        self.memory_fit = MemoryFit.read(self.memory_fit)
 
     def record_training(self, summary: TrainingSummary, stop_requested: bool) -> None:
         """What the training did, and the state it ended in. A stop that came after the last step
@@ -129,6 +133,7 @@ class JobResult:
         self.validations, self.phase_time_s = summary.validations, summary.phase_time_s
         self.backend, self.processes, self.nodes = summary.backend, summary.processes, summary.nodes
         self.exports = summary.exports
+        self.memory_fit = summary.memory_fit
         self.workflow = summary.workflow
         if stop_requested and not summary.finished:
             self.status = JobStatus.PREEMPTED

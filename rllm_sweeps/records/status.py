@@ -25,8 +25,9 @@ class JobStatus(enum.StrEnum):
 
 class FailureKind(enum.StrEnum):
     """Why a failed job failed: the user's (config, reward code: not retried), the infrastructure's
-    (worth a retry elsewhere), the accelerator's memory (not retried: the same job on the same share
-    fails again; OUT_OF_MEMORY_FIX says what to change), its time limit, reached with its requeues
+    (worth a retry elsewhere), the accelerator's memory (SkyRL's JAX engine retried it at half size
+    down to 1 within the attempt; not retried by the sweep: the same job on the same share fails
+    again; OUT_OF_MEMORY_FIX says what to change), its time limit, reached with its requeues
     spent (not retried: TIME_LIMIT_FIX), or its training diverged (a loss, gradient or metric turned
     NaN or infinite: not retried, the same settings diverge again; DIVERGED_FIX)."""
 

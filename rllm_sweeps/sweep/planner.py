@@ -26,7 +26,7 @@ from typing import Any
 from rllm_sweeps.config.composed_base import Base
 from rllm_sweeps.config.gpu_trainer_rules import node_gpus
 from rllm_sweeps.config.job_composer import JobComposer, JobConfig
-from rllm_sweeps.config.memory_need import job_memory_estimate
+from rllm_sweeps.config.memory_need import job_memory_need
 from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.overrides import unread_added_key
 from rllm_sweeps.plain_tree import plain_get, plain_get_or_none
@@ -432,9 +432,9 @@ class Planner:
         # What the job asks of a node: the GPUs of SkyRL's vLLM engines too.
         resources = Resources.from_dict({**plain["resources"], "gpus_per_node": node_gpus(plain)})
         engine = str(plain_get_or_none(plain, "skyrl.engine") or "jax")
-        estimate = None
+        need = None
         if resources.gpus_per_node:  # a GPU sweep: estimated (few jobs)
-            estimate = job_memory_estimate(plain)
+            need = job_memory_need(plain)
         return PlannedJob(
             index=index,
             overrides=overrides,
@@ -445,7 +445,8 @@ class Planner:
             config_hash=chash,
             resources=resources,
             engine=engine,
-            gpu_memory_gib=None if estimate is None else round(estimate.gib, 1),
+            gpu_memory_gib=None if need is None else round(need.total_gib(need.micro_batch, need.sample_sequences), 1),
+            gpu_memory_need=need,
         )
 
 

@@ -36,7 +36,7 @@ from rllm_sweeps.sweep.launch_choice import (
     make_launcher,
     with_launcher_resources,
 )
-from rllm_sweeps.sweep.memory_check import memory_lines
+from rllm_sweeps.sweep.memory_check import memory_check
 from rllm_sweeps.sweep.ownership import refusal as ownership_refusal
 from rllm_sweeps.sweep.ownership import sweep_family, sweep_id
 from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
@@ -133,9 +133,16 @@ def run_sweep(
         print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
         print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         raise SystemExit(2)
+    # Each GPU job's memory against its share, the dry run's lines in the real sweep too; a job that
+    # fits at no size is refused before anything is written (sweep/memory_check.py).
+    memory = memory_check(plan.jobs, launcher)
+    for line in memory.lines:
+        print(line)
+    if memory.refused:
+        print("error: out of GPU memory at any size (nothing was launched):", file=sys.stderr)
+        print("\n".join(f"  - {r}" for r in memory.refused), file=sys.stderr)
+        raise SystemExit(2)
     if settings.dry_run:
-        for line in memory_lines(plan.jobs, launcher):
-            print(line)
         print(f"validated the {plan.totals.validated} jobs shown: no problem found")
         # Beside the sweep directory, never in it: a dry run of a finished sweep leaves its records as they are.
         kept = plan.write(SweepPaths(sweep_dir).dry_run_plan)

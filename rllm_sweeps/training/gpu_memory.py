@@ -15,15 +15,18 @@ Its peak is then the larger of
 
 The activations a layer keeps per token are counted from the layer's code (below); XLA holds
 more than that at the backward's peak (its working buffers, float32 temporaries, LoRA's sorted
-copies), a factor fitted to the H200 runs of docs/BENCHMARKS.md (ACTIVATION_FACTOR). It is an
-estimate: the dry run warns, it does not refuse.
+copies), a factor fitted to the H200 runs of docs/BENCHMARKS.md (ACTIVATION_FACTOR), raised on a
+machine where a job saw more (training/memory_fit.py). It is an estimate: the sizes left to auto
+are fitted to it with a margin, a number set over it is warned about, and only a job that fits at
+no size is refused before launch (sweep/memory_check.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-GIB = 2**30
+from rllm_sweeps.records.memory import GIB, MemoryNeed
+
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 OPTIMIZER_STATE_BYTES = 4  # AdamW's moments are float32 (training/optimizer.py)
 
@@ -126,24 +129,46 @@ class MemoryEstimate:
         return self.total / GIB
 
 
-def estimate_jax_memory(model: ModelShape, run: RunShape) -> MemoryEstimate:
-    """The peak GPU memory of a job of SkyRL's JAX engine (per GPU of a single-GPU job)."""
+def memory_need(model: ModelShape, run: RunShape, activation_factor: float = ACTIVATION_FACTOR) -> MemoryNeed:
+    """The estimate of a job of SkyRL's JAX engine (per GPU of a single-GPU job), by size."""
     b = model.dtype_bytes
-    tokens = run.micro_batch * run.train_tokens
-    per_layer = model.activations_per_token_layer() * b * ACTIVATION_FACTOR
+    per_layer = model.activations_per_token_layer() * b
     if run.gradient_checkpointing:  # each layer's input, and one layer recomputed at a time
-        activations = tokens * (model.layers * model.hidden * b + per_layer)
+        activations, kept_inputs = per_layer, model.layers * model.hidden * b
     else:
-        activations = tokens * model.layers * per_layer
-    logits = tokens * model.vocab * (b + 4)  # the logits, and their float32 log-softmax
-    kv_cache = run.sample_sequences * run.sample_tokens * model.layers * 2 * model.kv_width * b
-    sample_logits = run.sample_sequences * model.vocab * 4
-    return MemoryEstimate(
-        weights=model.parameters() * b,
-        lora_state=run.lora_adapters * model.lora_parameters(run.lora_rank) * (2 * b + 2 * OPTIMIZER_STATE_BYTES),
-        training=int(activations + logits),
-        sampling=kv_cache + sample_logits,
+        activations, kept_inputs = model.layers * per_layer, 0
+    logits = model.vocab * (b + 4)  # the logits, and their float32 log-softmax
+    weights = model.parameters() * b
+    lora = run.lora_adapters * model.lora_parameters(run.lora_rank) * (2 * b + 2 * OPTIMIZER_STATE_BYTES)
+    return MemoryNeed(
+        weights=weights,
+        lora_state=lora,
+        activations_per_sequence=run.train_tokens * activations,
+        other_per_sequence=run.train_tokens * (kept_inputs + logits),
+        sample_per_sequence=run.sample_tokens * model.layers * 2 * model.kv_width * b + model.vocab * 4,
+        micro_batch=run.micro_batch,
+        sample_sequences=run.sample_sequences,
+        activation_factor=activation_factor,
     )
 
 
-__all__ = ["ACTIVATION_FACTOR", "GIB", "MemoryEstimate", "ModelShape", "RunShape", "estimate_jax_memory"]
+def estimate_jax_memory(model: ModelShape, run: RunShape) -> MemoryEstimate:
+    """The peak GPU memory of a job of SkyRL's JAX engine (per GPU of a single-GPU job)."""
+    need = memory_need(model, run)
+    return MemoryEstimate(
+        weights=need.weights,
+        lora_state=need.lora_state,
+        training=need.training_bytes(run.micro_batch),
+        sampling=need.sampling_bytes(run.sample_sequences),
+    )
+
+
+__all__ = [
+    "ACTIVATION_FACTOR",
+    "GIB",
+    "MemoryEstimate",
+    "ModelShape",
+    "RunShape",
+    "estimate_jax_memory",
+    "memory_need",
+]

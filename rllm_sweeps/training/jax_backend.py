@@ -102,6 +102,7 @@ def make_jax_backend(
     """
     from skyrl.backends.jax import JaxBackendConfig
 
+    from rllm_sweeps.training.memory_retry import memory_retrying
     from rllm_sweeps.training.optimizer import policy_jax_backend
 
     if max_lora_adapters is None:
@@ -123,4 +124,18 @@ def make_jax_backend(
         from skyrl.backends.ray_jax import RayJaxBackend
 
         return RayJaxBackend(str(model_dir), config)
-    return policy_jax_backend(settings.max_grad_norm)(str(model_dir), config)
+    # Out-of-memory retried at half size in this process (memory_retry.py); RayJaxBackend's workers
+    # are SkyRL's own: theirs fails the job.
+    return memory_retrying(policy_jax_backend(settings.max_grad_norm))(str(model_dir), config)
+
+
+def device_share_bytes() -> int | None:
+    """The bytes JAX may use on this job's (first) GPU: its allocator's limit, which the launcher's
+    XLA_PYTHON_CLIENT_MEM_FRACTION sets; None: no GPU (the CPU's has no such limit)."""
+    import jax
+
+    if jax.default_backend() != "gpu":
+        return None
+    stats = jax.local_devices()[0].memory_stats() or {}
+    limit = stats.get("bytes_limit")
+    return int(limit) if limit else None
