@@ -24,12 +24,16 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
+# The sweeps run from outside the checkout: a sweep puts its working directory on its jobs' PYTHONPATH
+# (the user's own modules), where the checkout's uninstalled package would shadow the installed one.
+RUN_DIR = Path(tempfile.gettempdir())
 
 from gpu_placement import MODEL, run_sweep  # noqa: E402  (bench/gpu_placement.py: the issue's settings)
 
@@ -77,7 +81,7 @@ def run_tiny(name: str, sweep_dir: Path, extra: list[str], steps: int) -> dict:
     cmd = [sys.executable, str(REPO / "train.py"), "-m", *extra, f"trainer.total_batches={steps}"]
     cmd.append(f"hydra.sweep.dir={sweep_dir}")
     start = time.monotonic()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=RUN_DIR, capture_output=True, text=True)
     wall = time.monotonic() - start
     sweep_dir.mkdir(parents=True, exist_ok=True)
     (sweep_dir / "sweeper.out").write_text(proc.stdout + proc.stderr)
@@ -92,7 +96,7 @@ def cpu_smoke(out: Path, steps: int) -> None:
     print("no GPU on this machine: a CPU smoke check only (dry run of the 'Why' sweep, a 2-job tiny sweep)")
     dry = subprocess.run(
         [sys.executable, str(REPO / "train.py"), "-m", "trainer.lr=1e-4,3e-4", *MODEL, "hydra.sweeper.dry_run=true"],
-        cwd=REPO,
+        cwd=RUN_DIR,
         capture_output=True,
         text=True,
         env={**os.environ, "CUDA_VISIBLE_DEVICES": "0"},  # a GPU job's plan, nothing to compare with
