@@ -236,11 +236,17 @@ def one_update(backend, settings, tmp_path) -> tuple[np.ndarray, np.ndarray]:
     return flat_grads, flat_weights
 
 
+@pytest.fixture(scope="module")
+def whole_batch_update(tmp_path_factory) -> tuple[np.ndarray, np.ndarray]:
+    """The update at micro batch 8 (the whole mini batch in one call), that both tests compare with."""
+    return one_update(*real_engine(8), tmp_path_factory.mktemp("whole"))
+
+
 @pytest.mark.slow
-def test_the_same_parameter_update_at_two_micro_batches(tmp_path):
+def test_the_same_parameter_update_at_two_micro_batches(tmp_path, whole_batch_update):
     """SkyRL accumulates each micro batch's gradients and steps once: micro batch 8 (the whole mini
     batch) and 2 (four calls) give the same gradient and the same weights after the step."""
-    whole = one_update(*real_engine(8), tmp_path / "a")
+    whole = whole_batch_update
     quarters = one_update(*real_engine(2), tmp_path / "b")
     assert np.abs(whole[0]).max() > 0
     np.testing.assert_allclose(quarters[0], whole[0], rtol=1e-4, atol=1e-7)
@@ -249,10 +255,11 @@ def test_the_same_parameter_update_at_two_micro_batches(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_out_of_memory_in_the_real_engine_is_retried_at_half_in_the_same_attempt(tmp_path):
+def test_an_out_of_memory_in_the_real_engine_is_retried_at_half_in_the_same_attempt(tmp_path, whole_batch_update):
     """XLA's RESOURCE_EXHAUSTED injected after the engine's first micro batch has already added its
-    gradients: the retry at half size rebuilds them, so the update is the one of an unfailed run."""
-    clean = one_update(*real_engine(4), tmp_path / "a")
+    gradients: the retry at half size rebuilds them, so the update is the one of an unfailed run (the
+    same at every micro batch: the test above)."""
+    clean = whole_batch_update
     backend, settings = real_engine(4)
     real = backend._forward_backward_and_accumulate
     calls = []
