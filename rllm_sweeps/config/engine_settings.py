@@ -68,15 +68,11 @@ ENGINE_COMMON_KEYS = (
 )
 
 # What SkyRL's Tinker-mode builder (_build_skyrl_train_config) sets whatever the overrides say,
-# relative to skyrl.train, with why the loop cannot honour another value. The policy's
-# scheduler is not here: the loop computes the lr of every step (algorithm.lr_schedule,
-# algorithm.warmup_steps_ratio) and the backend applies it.
-BUILDER_FORCED: dict[str, tuple[Any, str]] = {
-    "trainer.policy.optimizer_config.num_warmup_steps": (
-        0,
-        "the loop sets the lr of every step; use algorithm.warmup_steps_ratio for a warmup",
-    ),
-}
+# relative to skyrl.train, with why the loop cannot honour another value. None today: the builder pins
+# the policy's scheduler and warmup (num_warmup_steps=0), but the loop computes the lr of every step from
+# them (training/settings.py lr_at: SkyRL's num_warmup_steps and scheduler, or rLLM's warmup_steps_ratio and
+# lr_schedule) and the backend applies it.
+BUILDER_FORCED: dict[str, tuple[Any, str]] = {}
 # SkyRL's builder also turns its KL loss off: the loop adds SkyRL's KL term itself (training/custom_loss.py).
 
 # Native settings whose meaning the loop implements on every engine: the advantages

@@ -107,8 +107,9 @@ def config_notes(plain: dict, explicit: Iterable[str]) -> list[str]:
     defaults decided by the rule where SkyRL's and rLLM's differ (defaults_rule.py)."""
     from rllm_sweeps.config.defaults_rule import default_rule_notes
     from rllm_sweeps.config.engine_settings import unused_notes
+    from rllm_sweeps.config.gpu_trainer_rules import gpu_trainer_notes
 
-    return unused_notes(plain, explicit) + default_rule_notes(plain, explicit)
+    return unused_notes(plain, explicit) + default_rule_notes(plain, explicit) + gpu_trainer_notes(plain)
 
 
 def sweep_without_m(sweeps: list[str]) -> ConfigIssue:

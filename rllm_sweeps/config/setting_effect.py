@@ -351,6 +351,8 @@ PREFIXES: dict[str, Rule] = {
     "trainer.algorithm.kl_ctrl.": kl_ctrl,
     "trainer.fully_async.": fully_async_part,
     "data.dataloader.": constant(unused("SkyRL's prompt data loader: the loop loads the data itself")),
+    # any key: the loop renders every chat template with them, as SkyRL's generator (training/loop.py)
+    "generator.chat_template_kwargs": constant(READ),
     **{"trainer.algorithm." + p: loss_parameter(loss) for p, loss in LOSS_PARAMETERS.items()},
 }
 

@@ -156,7 +156,7 @@ class RLTrainer:
         self.total_steps = s.total_steps(len(task.train))
         self.stop_token_ids = stop_token_ids(tokenizer)
         self.workflow = workflow or SingleTurnWorkflow(task, SingleTurnSettings())
-        self.chat = ChatFormat(tokenizer, task.chat_template)
+        self.chat = ChatFormat(tokenizer, task.chat_template, s.chat_template_kwargs)
         self.loss_config = self._loss_config(s)
         self._is_setup = False
         if self.total_steps > 0 and len(task.train) < s.train_batch_size:
