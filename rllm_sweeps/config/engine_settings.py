@@ -62,6 +62,7 @@ ENGINE_COMMON_KEYS = (
     "algorithm.use_kl_loss",  # reference-model and KL settings
     "algorithm.loss_agg_mode",  # seq-mean-token-sum-norm's constant
     "model.path",  # the KL's reference model
+    "rollout.train.temperature",  # the trainer's log-probability temperature follows it
     "data.train_files",  # environment.* is read with a dataset by path
     "rllm",  # rLLM's settings
     *NOT_READ,
@@ -103,13 +104,15 @@ def _common_defaults() -> dict[str, Any]:
 
 @functools.cache
 def jax_defaults() -> dict[str, Any]:
-    """conf/backend/skyrl.yaml's skyrl.jax values (max_lora_rank, planted from the key map, aside)."""
+    """conf/backend/skyrl.yaml's skyrl.jax values (max_lora_rank, an interpolation of model.lora.rank, aside)."""
     from omegaconf import OmegaConf
 
     from rllm_sweeps.config.compose import CONF_DIR
 
     tree = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "backend" / "skyrl.yaml"))
-    return dict(tree.get("jax") or {})
+    jax = dict(tree.get("jax") or {})
+    jax.pop("max_lora_rank", None)
+    return jax
 
 
 @functools.cache

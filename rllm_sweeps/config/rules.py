@@ -286,6 +286,14 @@ def _ray_jax_trains_it(use_ray: Any, path: Any) -> bool:
 
 CROSS_RULES: tuple[CrossRule, ...] = (
     CrossRule(
+        ("model.lora.rank", "skyrl.jax.max_lora_rank", "skyrl.engine"),
+        lambda rank, most, engine: (
+            engine != "jax" or not isinstance(most, int) or not isinstance(rank, int) or rank <= most
+        ),
+        "skyrl.jax.max_lora_rank is the largest LoRA rank SkyRL's JAX backend allocates adapters for: raise it to at "
+        "least model.lora.rank (or leave it out: it follows model.lora.rank)",
+    ),
+    CrossRule(
         ("skyrl.jax.use_ray", "model.path"),
         _ray_jax_trains_it,
         "skyrl.jax.use_ray=true cannot train a bfloat16/float16 model: RayJaxBackend's workers build SkyRL "

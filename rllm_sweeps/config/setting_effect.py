@@ -145,6 +145,30 @@ def reference_setting(s: Situation, _value: Any) -> Effect:
     )
 
 
+def reference_model_path(s: Situation, value: Any) -> Effect:
+    """SkyRL's reference model may be another model than the policy's; here it is the policy's base model."""
+    if value == s.get("model.path"):
+        return READ  # SkyRL's default: the policy's model
+    if not (s.kl_loss or s.kl_in_reward):
+        return reference_setting(s, value)
+    return refused(
+        "the KL's reference here is the policy's base model (an untrained second LoRA adapter beside the "
+        "policy's), not a model of its own; SkyRL would load this one: leave trainer.ref.model.path out (model.path)"
+    )
+
+
+def algorithm_temperature(s: Situation, value: Any) -> Effect:
+    """SkyRL computes the trainer's log-probabilities at trainer.algorithm.temperature (default: the sampling
+    temperature); the loop takes the sampler's, at the sampling temperature, as the old policy's."""
+    if value is None or value == s.get("rollout.train.temperature"):
+        return READ
+    return refused(
+        "SkyRL's trainer would compute the log-probabilities at this temperature while sampling at "
+        "rollout.train.temperature (SkyRL's generator.sampling_params.temperature); the loop trains on the "
+        "sampler's log-probabilities, at the sampling temperature: leave it out (it follows rollout.train.temperature)"
+    )
+
+
 def kl_in_reward(s: Situation, value: Any) -> Effect:
     if value and s.engine not in REFERENCE_ENGINES:
         return refused("the KL penalty needs the reference model's log-probabilities: " + NO_REFERENCE)
@@ -307,6 +331,8 @@ REPLACED = (
 
 # Exact settings (relative to skyrl.train), then prefixes; the first match decides.
 EXACT: dict[str, Rule] = {
+    "trainer.ref.model.path": reference_model_path,
+    "trainer.algorithm.temperature": algorithm_temperature,
     "trainer.algorithm.use_kl_in_reward": kl_in_reward,
     "trainer.algorithm.kl_estimator_type": kl_estimator,
     "trainer.algorithm.use_entropy_loss": entropy_loss,

@@ -55,7 +55,6 @@ class JaxEngine(Engine):
         jax_settings = OmegaConf.to_container(cfg.skyrl.jax, resolve=True)
         # 0 (SkyRL: "whole batch") is sized by make_jax_backend so every call keeps one shape.
         sizes = {k: jax_settings.pop(k) or None for k in ("train_micro_batch_size", "sample_max_num_sequences")}
-        jax_settings.pop("max_lora_rank")  # follows model.lora.rank
         self._place(cfg, jax_settings, jax_cache)
         backend = make_jax_backend(model_dir, settings, **sizes, parallel_calls=parallel_calls, **jax_settings)
         return BuiltBackend(

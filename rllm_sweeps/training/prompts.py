@@ -60,7 +60,8 @@ def val_batches(val: Sequence[Example], settings: LoopSettings) -> list[PromptBa
     s = settings
     if s.val_max_samples is not None and s.val_max_samples >= 0:
         val = val[: s.val_max_samples]
-    sampling = Sampling(s.val_temperature, s.val_top_p, s.val_top_k, s.max_response_length)
+    length = s.max_response_length if s.val_max_response_length is None else s.val_max_response_length
+    sampling = Sampling(s.val_temperature, s.val_top_p, s.val_top_k, length)
     seeds = SeedPlan(s.seed, SEED_VAL_SAMPLING, 0, len(val) * s.n_val)
     return [
         PromptBatch(val[start : start + s.val_batch_size], s.n_val, sampling, seeds, start, start * s.n_val)

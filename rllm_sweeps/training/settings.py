@@ -52,6 +52,7 @@ CONFIG_KEYS: dict[str, str] = {
     "top_k": "skyrl.train.generator.sampling_params.top_k",
     "val_top_k": "skyrl.train.generator.eval_sampling_params.top_k",
     "chat_template_kwargs": "skyrl.train.generator.chat_template_kwargs",
+    "val_max_response_length": "skyrl.train.generator.eval_sampling_params.max_generate_length",
     "cispo_eps_clip_low": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_low",
     "cispo_eps_clip_high": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_high",
     "loss_norm_length": "skyrl.train.trainer.algorithm.max_seq_len",
@@ -128,6 +129,7 @@ class LoopSettings:
     top_k: int = -1  # sampling: -1 = no limit
     val_top_k: int = -1
     num_warmup_steps: int = 0  # SkyRL's warmup in steps (0: algorithm.warmup_steps_ratio decides)
+    val_max_response_length: int | None = None  # validation's (None: max_response_length)
     chat_template_kwargs: dict | None = None  # SkyRL's: passed to every chat-template rendering
     cispo_eps_clip_low: float = 1.0  # CISPO's ratio clip range: [1 - low, 1 + high]
     cispo_eps_clip_high: float = 4.0
