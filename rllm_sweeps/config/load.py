@@ -122,6 +122,19 @@ def sweep_without_m(sweeps: list[str]) -> ConfigIssue:
     )
 
 
+def _composed(overrides: list[str], where: str) -> DictConfig:
+    """Hydra's composition, its refusal (a value a node cannot take) one line naming the override."""
+    import re
+
+    try:
+        return compose_config(overrides)
+    except Exception as err:
+        texts = [str(e).strip().splitlines()[0] for e in (err, err.__cause__) if e is not None and str(e).strip()]
+        found = re.search(r"override \+*([^=\s]+)=", texts[0] if texts else "")
+        key = found.group(1) if found else "?"
+        raise ConfigError([ConfigIssue(key, f"{key}: " + ": ".join(texts))], where) from None
+
+
 def load_config(overrides: Iterable[str] = (), where: str = "", notify: Notify = _stderr) -> DictConfig:
     """The validated config for these overrides (what a job runs with), in any of the three
     spellings (config/spelling.py)."""
@@ -141,7 +154,7 @@ def load_config(overrides: Iterable[str] = (), where: str = "", notify: Notify =
         return finalize(cfg, overrides, where, notify)
     unknown, lines = unknown_overrides(overrides, where)
     if not unknown:
-        return finalize(compose_config(overrides), overrides, where, notify)
+        return finalize(_composed(overrides, where), overrides, where, notify)
     # Every problem at once: the rest of the command line is composed and checked too.
     rest = [o for o in overrides if o not in lines]
     try:

@@ -146,27 +146,17 @@ def reference_setting(s: Situation, _value: Any) -> Effect:
 
 
 def reference_model_path(s: Situation, value: Any) -> Effect:
-    """SkyRL's reference model may be another model than the policy's; here it is the policy's base model."""
-    if value == s.get("model.path"):
-        return READ  # SkyRL's default: the policy's model
-    if not (s.kl_loss or s.kl_in_reward):
-        return reference_setting(s, value)
-    return refused(
-        "the KL's reference here is the policy's base model (an untrained second LoRA adapter beside the "
-        "policy's), not a model of its own; SkyRL would load this one: leave trainer.ref.model.path out (model.path)"
-    )
+    """SkyRL's reference may be another model; the loop's is the policy's base model (an untrained adapter)."""
+    if value == s.get("model.path") or not (s.kl_loss or s.kl_in_reward):
+        return READ if value == s.get("model.path") else reference_setting(s, value)
+    return refused("the KL's reference here is the policy's base model, not another one: leave it out (model.path)")
 
 
 def algorithm_temperature(s: Situation, value: Any) -> Effect:
-    """SkyRL computes the trainer's log-probabilities at trainer.algorithm.temperature (default: the sampling
-    temperature); the loop takes the sampler's, at the sampling temperature, as the old policy's."""
+    """SkyRL's trainer log-probabilities' temperature; the loop trains on the sampler's (its temperature)."""
     if value is None or value == s.get("rollout.train.temperature"):
         return READ
-    return refused(
-        "SkyRL's trainer would compute the log-probabilities at this temperature while sampling at "
-        "rollout.train.temperature (SkyRL's generator.sampling_params.temperature); the loop trains on the "
-        "sampler's log-probabilities, at the sampling temperature: leave it out (it follows rollout.train.temperature)"
-    )
+    return refused("the loop trains on the sampler's log-probabilities, at rollout.train.temperature: leave it out")
 
 
 def kl_in_reward(s: Situation, value: Any) -> Effect:
@@ -377,8 +367,7 @@ PREFIXES: dict[str, Rule] = {
     "trainer.algorithm.kl_ctrl.": kl_ctrl,
     "trainer.fully_async.": fully_async_part,
     "data.dataloader.": constant(unused("SkyRL's prompt data loader: the loop loads the data itself")),
-    # any key: the loop renders every chat template with them, as SkyRL's generator (training/loop.py)
-    "generator.chat_template_kwargs": constant(READ),
+    "generator.chat_template_kwargs": constant(READ),  # any key: the loop renders chat templates with them
     **{"trainer.algorithm." + p: loss_parameter(loss) for p, loss in LOSS_PARAMETERS.items()},
 }
 
