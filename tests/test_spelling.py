@@ -121,11 +121,12 @@ def test_the_override_skyrl_reads_in_place_of_the_typed_one_parses_back_to_skyrl
         f"skyrl.train.{KWARG}='é\\\\x'",  # not ASCII, a backslash: Hydra reads no JSON escapes
     ],
 )
-def test_a_key_of_a_free_form_dictionary_goes_as_typed_and_parses_to_skyrls_value(typed):
-    (line,) = canonical_overrides([typed], lambda note: pytest.fail(note))
-    assert line == "++" + typed  # added or set whatever the dictionary holds (config/free_form.py)
-    rel, _, text = typed.partition("=")
-    (read,) = skyrl_reading(rel.removeprefix("skyrl.train."), parse_value(text)).changed.values()
+def test_a_key_of_a_free_form_dictionary_is_added_and_parses_to_skyrls_value(typed):
+    (line,) = canonical_overrides([typed])
+    rel, _, typed_text = typed.partition("=")
+    key, _, text = line.partition("=")
+    assert key == "++" + rel  # added or set whatever the dictionary holds (config/free_form.py)
+    (read,) = skyrl_reading(rel.removeprefix("skyrl.train."), parse_value(typed_text)).changed.values()
     assert same(parse_value(text), read), (line, read)  # Hydra gives the job SkyRL's very value
 
 

@@ -92,7 +92,9 @@ def canonical_overrides(overrides: Iterable[str], notify: Callable[[str], None] 
     for override in overrides:
         line = canonical_override(override)
         key = line.partition("=")[0]
-        if "=" in line and key.startswith(SKYRL_TRAIN_PREFIX) and not _exists(key) and not _in_free_form(key):
+        if "=" in line and key.startswith("++" + SKYRL_TRAIN_PREFIX) and not _exists(key[2:]):
+            replaced = _as_skyrl_reads_it(line[2:], override, notify)  # a new key of a free-form dictionary
+        elif "=" in line and key.startswith(SKYRL_TRAIN_PREFIX) and not _exists(key):
             replaced = _as_skyrl_reads_it(line, override, notify)
         elif "=" in line and is_unknown_in_shared_section(key):
             # trainer.X / data.X that neither tree has: SkyRL's if SkyRL's override handling knows it
@@ -154,8 +156,10 @@ def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | No
             _say(notify, f"note: SkyRL 0.4 accepts {typed_key}={value!r}, which changes nothing in its config: removed")
             return []
         # Overrides that take the place of the typed one: each value written to parse back as SkyRL read it.
-        lines = [f"{k}={format_value(v)}" for k, v in _whole_sections(reading.changed).items()]
-        _say(notify, f"note: SkyRL 0.4 reads {typed_key} as {', '.join(lines)}")
+        sections = _whole_sections(reading.changed)
+        lines = [f"{k}={format_value(v)}" for k, v in sections.items()]
+        if list(sections) != ["++" + parsed.key_or_group] or sections["++" + parsed.key_or_group] != value:
+            _say(notify, f"note: SkyRL 0.4 reads {typed_key} as {', '.join(lines)}")
         return lines
     return None
 
@@ -180,7 +184,8 @@ def _whole_sections(changed: dict[str, Any]) -> dict[str, Any]:
             None,
         )
         if section is None:
-            out[SKYRL_TRAIN_PREFIX + key] = value
+            # a key of a free-form dictionary may be new to the composed tree: added or set (`++`)
+            out[("++" if _in_free_form(SKYRL_TRAIN_PREFIX + key) else "") + SKYRL_TRAIN_PREFIX + key] = value
         else:
             node = out.setdefault("++" + SKYRL_TRAIN_PREFIX + section, {})
             *inner, leaf = parts[len(section.split(".")) :]
