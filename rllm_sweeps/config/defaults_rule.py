@@ -5,7 +5,7 @@ task's); SkyRL's scripts and rLLM's name their ``epochs`` instead. The rule: a j
 not its steps trains its epochs (``total_batches`` becomes null; :func:`apply_default_rules`), saying so.
 
 The lengths: the embedded ``data.max_prompt_length=32`` and ``data.max_response_length=8`` are the tiny
-toy task's. The rule: a job whose data come by path (``data.train_files``, SkyRL's ``data.train_data``) and
+toy task's. The rule: a job whose data come by path (``data.train_files``, or SkyRL's name for it) and
 that leaves a length at that embedded value, by every name, gets SkyRL's default for it (512 and 1024, read
 from SkyRL's config), saying so; a value from a task or workflow group, or the user's, stays.
 
@@ -42,12 +42,13 @@ COEF = ("algorithm.kl_beta", ALGORITHM + "kl_loss_coef")
 
 
 # Keys whose value decides a rule: a job that sets one is composed whole (config/job_composer.py).
-DECIDING_KEYS = frozenset({*EPOCHS, *STEPS, "data.train_files", SKYRL_TRAIN_PREFIX + "data.train_data"})
+DECIDING_KEYS = frozenset({*EPOCHS, *STEPS, *_both_names("data.train_files")})
 
-# The common lengths -> SkyRL's key whose default a job with its data by path gets (relative to skyrl.train).
+# The common lengths -> SkyRL's key whose default a job with its data by path gets (relative to skyrl.train):
+# the key map's first twin of each.
 LENGTHS = {
-    "data.max_prompt_length": "trainer.max_prompt_length",
-    "data.max_response_length": "generator.sampling_params.max_generate_length",
+    common: _both_names(common)[1].removeprefix(SKYRL_TRAIN_PREFIX)
+    for common in ("data.max_prompt_length", "data.max_response_length")
 }
 
 
