@@ -231,3 +231,20 @@ def test_val_max_samples_validates_on_the_first_n_examples():
     every = LoopSettings.from_config(load_config(["data.val_batch_size=8"], notify=quiet))
     assert sum(len(b.examples) for b in val_batches(list("abcdefgh"), every)) == 8  # -1: all
     assert "trainer.val_max_samples" in problems(["trainer.val_max_samples=0"])
+
+
+@pytest.mark.parametrize("engine", ["jax", "fsdp", "megatron"])
+def test_no_skyrl_setting_named_at_skyrls_default_is_refused(engine):
+    from rllm_sweeps.config.engine_settings import judge
+    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.config.setting_effect import Kind
+    from rllm_sweeps.config.settings_table import ENGINE_OVERRIDES
+    from rllm_sweeps.plain_tree import leaves
+
+    plain = OmegaConf.to_container(load_config(ENGINE_OVERRIDES[engine], notify=quiet), resolve=True)
+    refused = {
+        rel: effect.why
+        for rel, value in leaves(skyrl_train_defaults())
+        if (effect := judge("skyrl.train." + rel, value, plain)).kind is Kind.REFUSED
+    }
+    assert refused == {}

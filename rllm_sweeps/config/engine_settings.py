@@ -164,14 +164,22 @@ def engine_checks_read(path: str) -> bool:
 
 def judged_settings(plain: dict[str, Any], explicit: Iterable[str] = ()) -> Iterator[JudgedSetting]:
     """Every set native setting (and common key some engine cannot honour) with its effect in `plain`."""
-    from rllm_sweeps.config.setting_effect import READ, refused, setting_effect
-
     for key, value, named in set_keys(plain, explicit):
-        if key in NOT_READ:
-            effect = refused(NOT_READ[key].why) if NOT_READ[key].refuses(plain) else READ
-        else:
-            effect = setting_effect(key, value, plain)
-        yield JudgedSetting(key, value, named, effect)
+        yield JudgedSetting(key, value, named, judge(key, value, plain))
+
+
+def judge(key: str, value: Any, plain: dict[str, Any]) -> Effect:
+    """The effect of setting `key` to `value` in `plain`; a native setting named at SkyRL's default is the
+    same config as one that leaves it out, which runs: never refused (a note says what another value does)."""
+    from rllm_sweeps.config.setting_effect import READ, Kind, refused, setting_effect, unused
+
+    if key in NOT_READ:
+        return refused(NOT_READ[key].why) if NOT_READ[key].refuses(plain) else READ
+    effect = setting_effect(key, value, plain)
+    absent = object()
+    if effect.kind is Kind.REFUSED and value == _train_defaults().get(key.removeprefix(SKYRL_TRAIN_PREFIX), absent):
+        return unused(f"it is SkyRL's default, as if left out (another value would be refused: {effect.why})")
+    return effect
 
 
 @dataclass(frozen=True)
