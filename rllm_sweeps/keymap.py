@@ -164,12 +164,13 @@ def _lookup(table: dict[str, str], what: str) -> Callable[[Any], Any]:
 _T = SKYRL_TRAIN_PREFIX
 _J = SKYRL_JAX_PREFIX
 
+# One entry per SkyRL setting: two settings SkyRL keeps apart are never one common key here, where one
+# follows the other by default it is a derived default in conf/backend/skyrl.yaml (the reference model,
+# validation's response length, the trainer's log-probability temperature, the JAX engine's rank capacity).
 KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     KeyMapping("model.path", _T + "trainer.policy.model.path", "policy model directory"),
-    KeyMapping("model.path", _T + "trainer.ref.model.path", "reference model directory"),
     KeyMapping("model.lora.rank", _T + "trainer.policy.model.lora.rank", "LoRA rank"),
     KeyMapping("model.lora.alpha", _T + "trainer.policy.model.lora.alpha", "LoRA alpha"),
-    KeyMapping("model.lora.rank", _J + "max_lora_rank", "LoRA rank the JAX engine allocates"),
     KeyMapping("data.train_batch_size", _T + "trainer.train_batch_size", "prompts per training step"),
     KeyMapping("data.val_batch_size", _T + "trainer.eval_batch_size", "prompts per validation batch"),
     KeyMapping("data.max_prompt_length", _T + "trainer.max_prompt_length", "prompt length limit (tokens)"),
@@ -177,11 +178,6 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
         "data.max_response_length",
         _T + "generator.sampling_params.max_generate_length",
         "tokens sampled per response",
-    ),
-    KeyMapping(
-        "data.max_response_length",
-        _T + "generator.eval_sampling_params.max_generate_length",
-        "tokens sampled per validation response",
     ),
     KeyMapping(
         "data.train_files",
@@ -206,11 +202,6 @@ KEY_MAPPINGS: tuple[KeyMapping, ...] = (
     ),
     KeyMapping("rollout.n_val", _T + "generator.eval_n_samples_per_prompt", "samples per validation prompt"),
     KeyMapping("rollout.train.temperature", _T + "generator.sampling_params.temperature", "sampling temperature"),
-    KeyMapping(
-        "rollout.train.temperature",
-        _T + "trainer.algorithm.temperature",
-        "temperature the trainer computes log-probabilities at (fsdp/megatron)",
-    ),
     KeyMapping("rollout.train.top_p", _T + "generator.sampling_params.top_p", "nucleus sampling p"),
     KeyMapping("rollout.val.temperature", _T + "generator.eval_sampling_params.temperature", "validation temperature"),
     KeyMapping("rollout.val.top_p", _T + "generator.eval_sampling_params.top_p", "validation nucleus p"),

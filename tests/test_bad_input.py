@@ -63,7 +63,7 @@ def test_config_group_typos_name_the_choices_with_a_did_you_mean_for_a_job_and_a
 @pytest.mark.slow
 def test_names_too_long_and_a_sweep_file_that_refers_to_itself_are_one_line_each(tmp_path):
     long = "x" * 300
-    assert "at most" in one_error_line(train(tmp_path, f"trainer.experiment_name={long}"))
+    assert "at most" in one_error_line(train(tmp_path, f"trainer.project_name={long}"))  # a directory of outputs/
     dry = ["-m", "trainer.lr=1e-3,2e-3", "hydra.sweeper.dry_run=true"]
     assert "at most" in one_error_line(train(tmp_path, *dry, f"sweep.name={long}"))
     (tmp_path / "cycle.yaml").write_text(CYCLE)

@@ -31,6 +31,7 @@ from rllm_sweeps.records.result import JobResult
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 SHORT = ["data.train_batch_size=4", "data.val_batch_size=8", "rollout.n=2", "data.max_prompt_length=48"]
+SHORT += ["data.max_response_length=8"]  # the toy length (a dataset by path gets SkyRL's 1024 otherwise)
 SHORT += ["trainer.save_freq=-1", "trainer.test_freq=0", "trainer.val_before_train=false"]
 LONG = (
     "Add these: " + " ".join(str(7 * i) for i in range(100)),

@@ -48,24 +48,26 @@ def test_vllm_engines_not_colocated_get_gpus_of_their_own_and_cpus_beside_them()
 
 def test_megatron_needs_merge_lora_false_to_sample_the_loops_adapter():
     megatron = ["skyrl.engine=megatron", "resources.gpus_per_node=2", "resources.cpus_per_task=3"]
-    found = problems(megatron)  # SkyRL's default merge_lora=true
+    lora = load_config(megatron, notify=quiet).skyrl.train.trainer.policy.megatron_config.lora_config
+    assert lora.merge_lora is False  # left out: false on megatron
+    found = problems([*megatron, f"{MERGE_LORA}=true"])  # LoRA is on (model.lora.rank=8)
     assert list(found) == [MERGE_LORA]
-    assert f"set {MERGE_LORA}=false" in found[MERGE_LORA]
+    assert "or set it false" in found[MERGE_LORA]
     load_config([*megatron, f"{MERGE_LORA}=false"], notify=quiet)
     load_config([*FSDP, f"{MERGE_LORA}=true"], notify=quiet)  # FSDP syncs the adapter itself: no rule
 
 
-def test_fsdp_trains_only_on_vllms_processed_logprobs_without_top_p_or_top_k():
+def test_fsdp_trains_on_vllms_processed_logprobs_and_notes_what_top_p_or_top_k_do_to_them():
     mode = "skyrl.train.generator.inference_engine.engine_init_kwargs.logprobs_mode"
     assert load_config(FSDP, notify=quiet).skyrl.train.generator.inference_engine.engine_init_kwargs.logprobs_mode == (
         "processed_logprobs"
     )
     assert mode in problems([*FSDP, f"{mode}=raw_logprobs"])
     top_k = "skyrl.train.generator.sampling_params.top_k"
-    for bad in ("rollout.train.top_p=0.9", f"{top_k}=50"):
-        found = problems([*FSDP, bad])
-        assert list(found) == ["rollout.train.top_p"], bad
-        assert "renormalized" in found["rollout.train.top_p"]
+    for typed in ("rollout.train.top_p=0.9", f"{top_k}=50"):  # SkyRL's trainer runs them: a note
+        notes: list[str] = []
+        load_config([*FSDP, typed], notify=notes.append)
+        assert any("renormalized" in n for n in notes), notes
     # Validation samples are not trained on; the JAX engine computes its own log-probabilities.
     load_config([*FSDP, "rollout.val.top_p=0.9", "rollout.train.temperature=0.7"], notify=quiet)
     load_config(["rollout.train.top_p=0.9", f"{top_k}=50"], notify=quiet)

@@ -54,6 +54,10 @@ def test_each_command_by_hand_gets_its_own_directory_and_the_same_command_finds_
     # The experiment and project name the place; resume_mode=disable starts over in the same one.
     assert hand_run_dir("trainer.experiment_name=clob", "trainer.lr=3e-3") == "outputs/rllm-sweeps/clob/trainer.lr=3e-3"
     assert hand_run_dir("trainer.lr=3e-3", "rollout.n=8", "trainer.resume_mode=disable") == mine
+    # An experiment name is SkyRL's run name, a '/' included: its directory is one safe name under the project.
+    for name in ("gsm8k_Qwen/Qwen3-0.6B", "../../../escape"):
+        place = hand_run_dir(f"trainer.experiment_name={name}")
+        assert place.startswith("outputs/rllm-sweeps/") and place.count("/") == 3 and ".." not in place.split("/")
 
 
 def as_user_without_override() -> list[str]:

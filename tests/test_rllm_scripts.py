@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from config_problems import problems
+from omegaconf import OmegaConf
 
 from rllm_sweeps.config.load import load_config
 from rllm_sweeps.problems import ConfigError
@@ -23,10 +24,20 @@ ENTRY_POINT = {
     "run_skyrl_solver_judge": ["workflow=solver_judge"],
     "run_skyrl_solver_judge_modal": ["workflow=solver_judge"],
 }
-# What is removed, and why: not a setting of SkyRL 0.4 nor of rLLM's SkyRL backend (verl's data loader
-# has data.val_max_samples); the Modal script's trackers: rLLM's own UI, and wandb, not installed here
-# (replaced by the console, as for SkyRL's examples).
-REMOVED = {"trainer.val_max_samples": "unknown key", "trainer.logger": "wandb"}
+# What is removed, and why: the Modal script's trackers: rLLM's own UI, and wandb, not installed here
+# (replaced by the console, as for SkyRL's examples). trainer.val_max_samples (PR #407's skyrl.yaml) stays.
+REMOVED = {"trainer.logger": "wandb"}
+# What runs on CPU in place of the cluster's values (everything else is the script's, as typed).
+ON_CPU = {
+    "trainer.policy.model.path": "builtin:tiny-qwen3",
+    "trainer.placement.policy_num_gpus_per_node": None,  # GPU counts: a CPU job
+    "trainer.placement.ref_num_gpus_per_node": None,
+    "rllm.trainer.total_batches": 2,  # 100 steps -> 2
+    "data.train_batch_size": 4,  # 32 prompts -> 4
+    "data.val_batch_size": 4,
+    "data.max_prompt_length": 128,  # 2048 tokens -> 128 (the judge's prompt holds the solutions)
+    "data.max_response_length": 8,  # 1024 -> 8
+}
 
 
 def problems_or_none(overrides: list[str]) -> dict[str, str]:
@@ -117,3 +128,47 @@ def test_episode_logging_writes_every_episode_as_a_json_line_of_the_job_director
     record = json.loads(lines[0])
     assert len(lines) == 1 and record["task_index"] == 1 and record["rollout_index"] == 2
     assert record["episode_index"] == 3 and record["trajectories"][0]["steps"][0]["response_ids"] == [2, 3]
+
+
+@pytest.mark.slow  # trains on SkyRL's real JAX backend
+def test_rllms_solver_judge_script_as_typed_trains_two_steps_on_the_jax_engine_on_cpu(tmp_path):
+    """PR #407's test_skyrl_solver_judge.sh with only the model, GPU counts, sizes and steps scaled to a CPU
+    (ON_CPU); its data: the solver-judge workflow's local toy task. trainer.val_max_samples=8 validates on 8."""
+    from transformers import AutoTokenizer
+
+    from rllm_sweeps.cachedir import cache_dir
+    from rllm_sweeps.data.task import job_task, job_workflow
+    from rllm_sweeps.engines import JaxEngine
+    from rllm_sweeps.models import resolve_model_path
+    from rllm_sweeps.training.jax_backend import make_jax_backend
+    from rllm_sweeps.training.loop import RLTrainer
+    from rllm_sweeps.training.settings import LoopSettings
+    from rllm_sweeps.workflows import read_workflow
+
+    typed = []
+    for line in script("run_skyrl_solver_judge"):
+        key = line.split("=", 1)[0]
+        if key in ON_CPU:
+            typed += [] if ON_CPU[key] is None else [f"{key}={ON_CPU[key]}"]
+        else:
+            typed.append(line)
+    cfg = load_config([*typed, *ENTRY_POINT["run_skyrl_solver_judge"], "skyrl.engine=jax"], notify=lambda _: None)
+    assert (
+        cfg.trainer.val_max_samples == 8
+        and cfg.rollout.n == 4
+        and cfg.trainer.experiment_name == ("skyrl_solver_judge_test")
+    )
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    settings = LoopSettings.from_config(cfg)
+    task = job_task(plain)
+    workflow = read_workflow(job_workflow(plain.get("workflow"), plain)).build(task)
+    model_dir = resolve_model_path(str(cfg.model.path), cache_dir())
+    backend = make_jax_backend(model_dir, settings, parallel_calls=2)
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    trainer = RLTrainer(settings, backend, task, tokenizer, tmp_path, engine=JaxEngine().traits, workflow=workflow)
+    steps: list[dict] = []
+    trainer.hooks.on_step_end = steps.append
+    trainer.fit()
+    assert [m["step"] for m in steps] == [1, 2]
+    assert all(m["tokens_sampled"] > 0 for m in steps)
+    assert trainer.state.val_history and trainer.state.val_history[-1]["step"] == 2

@@ -27,7 +27,10 @@ pytestmark = pytest.mark.slow  # builds SkyRL's GPU trainer config through SkyRL
 #   trains no critic: validation refuses trainer.critic.*); what else that builder sets regardless
 #   (engine_settings.BUILDER_FORCED) equals the tree, since validation refuses any other value there;
 # - SkyRL's working paths, which the job places in its own directory (JOB_OWNED_PATHS).
-MODEL_PATHS = {m.native.removeprefix("skyrl.train.") for m in KEY_MAPPINGS if m.common == "model.path"}
+# The policy's (the key map's twin of model.path) and the reference's (a derived default that follows it)
+MODEL_PATHS = {m.native.removeprefix("skyrl.train.") for m in KEY_MAPPINGS if m.common == "model.path"} | {
+    "trainer.ref.model.path"
+}
 EXPECTED_DIFFERENCES = MODEL_PATHS | {"trainer.critic.model.path"} | set(JOB_OWNED_PATHS)
 
 

@@ -97,28 +97,36 @@ def test_skyrls_own_override_handling_decides_renamed_dropped_and_removed_keys()
     assert "no longer supported" in found["skyrl.train.generator.inference_engine.async_engine"]
 
 
-KWARG = "generator.inference_engine.engine_init_kwargs.foo"  # a new key of a dict field: SkyRL's reading
+KWARG = "generator.inference_engine.engine_init_kwargs.foo"  # a new key of a free-form dictionary
 
 
-@pytest.mark.parametrize(
-    ("typed", "path"),
-    [
-        ("trainer.use_sample_packing=false", "trainer.remove_microbatch_padding"),  # SkyRL's rename
-        (f"skyrl.train.{KWARG}=bar", KWARG),
-        (f"skyrl.train.{KWARG}='a b, c'", KWARG),  # Hydra's special characters
-        (f"skyrl.train.{KWARG}='1e-3'", KWARG),
-        (f"skyrl.train.{KWARG}=[a,'b:c']", KWARG),
-        (f"skyrl.train.{KWARG}='é\\\\x'", KWARG),  # not ASCII, a backslash: Hydra reads no JSON escapes
-    ],
-)
-def test_the_override_skyrl_reads_in_place_of_the_typed_one_parses_back_to_skyrls_value(typed, path):
+def test_the_override_skyrl_reads_in_place_of_the_typed_one_parses_back_to_skyrls_value():
+    typed, path = "trainer.use_sample_packing=false", "trainer.remove_microbatch_padding"  # SkyRL's rename
     notes: list[str] = []
     (line,) = canonical_overrides([typed], notes.append)
     assert notes == [f"note: SkyRL 0.4 reads {typed.partition('=')[0]} as {line}"]
     key, _, text = line.partition("=")
     assert key == f"skyrl.train.{path}"
-    rel = typed.partition("=")[0].removeprefix("skyrl.train.")
-    (read,) = skyrl_reading(rel, parse_value(typed.partition("=")[2])).changed.values()
+    (read,) = skyrl_reading("trainer.use_sample_packing", False).changed.values()
+    assert same(parse_value(text), read), (line, read)  # Hydra gives the job SkyRL's very value
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        f"skyrl.train.{KWARG}=bar",
+        f"skyrl.train.{KWARG}='a b, c'",  # Hydra's special characters
+        f"skyrl.train.{KWARG}='1e-3'",
+        f"skyrl.train.{KWARG}=[a,'b:c']",
+        f"skyrl.train.{KWARG}='é\\\\x'",  # not ASCII, a backslash: Hydra reads no JSON escapes
+    ],
+)
+def test_a_key_of_a_free_form_dictionary_is_added_and_parses_to_skyrls_value(typed):
+    (line,) = canonical_overrides([typed])
+    rel, _, typed_text = typed.partition("=")
+    key, _, text = line.partition("=")
+    assert key == "++" + rel  # added or set whatever the dictionary holds (config/free_form.py)
+    (read,) = skyrl_reading(rel.removeprefix("skyrl.train."), parse_value(typed_text)).changed.values()
     assert same(parse_value(text), read), (line, read)  # Hydra gives the job SkyRL's very value
 
 

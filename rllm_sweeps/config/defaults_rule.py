@@ -4,6 +4,11 @@ The length of training: the embedded default trains ``trainer.total_batches=30``
 task's); SkyRL's scripts and rLLM's name their ``epochs`` instead. The rule: a job that names its epochs and
 not its steps trains its epochs (``total_batches`` becomes null; :func:`apply_default_rules`), saying so.
 
+The lengths: the embedded ``data.max_prompt_length=32`` and ``data.max_response_length=8`` are the tiny
+toy task's. The rule: a job whose data come by path (``data.train_files``, or SkyRL's name for it) and
+that leaves a length at that embedded value, by every name, gets SkyRL's default for it (512 and 1024, read
+from SkyRL's config), saying so; a value from a task or workflow group, or the user's, stays.
+
 The KL loss: SkyRL's AlgorithmConfig turns it on (``use_kl_loss=true``, ``kl_loss_coef=0.001``); rLLM's
 ``kl_beta`` is ``0.0`` (no KL). The rule: **off unless turned on** (rLLM's default, which is also what
 SkyRL's own Tinker-mode builder does); once turned on, by either name, a coefficient left out is
@@ -14,6 +19,7 @@ says so once: one that turns it on without a coefficient, and one written in Sky
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,6 +41,17 @@ USE_KL = ("algorithm.use_kl_loss", ALGORITHM + "use_kl_loss")
 COEF = ("algorithm.kl_beta", ALGORITHM + "kl_loss_coef")
 
 
+# Keys whose value decides a rule: a job that sets one is composed whole (config/job_composer.py).
+DECIDING_KEYS = frozenset({*EPOCHS, *STEPS, *_both_names("data.train_files")})
+
+# The common lengths -> SkyRL's key whose default a job with its data by path gets (relative to skyrl.train):
+# the key map's first twin of each.
+LENGTHS = {
+    common: _both_names(common)[1].removeprefix(SKYRL_TRAIN_PREFIX)
+    for common in ("data.max_prompt_length", "data.max_response_length")
+}
+
+
 def _named(explicit: set[str], keys: Iterable[str]) -> bool:
     return any(k in explicit for k in keys)
 
@@ -44,10 +61,46 @@ def epochs_decide(explicit: Iterable[str]) -> bool:
     return _named(explicit, EPOCHS) and not _named(explicit, STEPS)
 
 
+@functools.cache
+def embedded_common_default(key: str) -> Any:
+    """conf/config.yaml's value of a common key (no Hydra: a plain read of the one file that holds it)."""
+    from omegaconf import OmegaConf
+
+    from rllm_sweeps.config.compose import CONF_DIR
+
+    return OmegaConf.select(OmegaConf.load(CONF_DIR / "config.yaml"), key)
+
+
+def skyrl_lengths(cfg: Any, explicit: Iterable[str]) -> dict[str, Any]:
+    """The lengths that take SkyRL's default (common key -> value): the job's data come by path and the
+    length is the embedded toy value, named by no name."""
+    from omegaconf import OmegaConf
+
+    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.plain_tree import plain_get
+
+    explicit = set(explicit)
+    if OmegaConf.select(cfg, "data.train_files") is None:
+        return {}
+    return {
+        common: plain_get(skyrl_train_defaults(), rel)
+        for common, rel in LENGTHS.items()
+        if not _named(explicit, _both_names(common))
+        and OmegaConf.select(cfg, common) == embedded_common_default(common)
+    }
+
+
 def apply_default_rules(cfg: Any, explicit: Iterable[str]) -> None:
-    """The rules that change a value (in place, before validation): the length of training."""
+    """The rules that change a value (in place, before validation): the length of training, the lengths of
+    a job's prompts and responses on data by path."""
     if epochs_decide(explicit):
         cfg.trainer.total_batches = None
+    for common, value in skyrl_lengths(cfg, explicit).items():
+        *parents, leaf = common.split(".")
+        node = cfg
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
 
 
 def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[str]:
@@ -60,7 +113,25 @@ def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[s
             f"note: trainer.total_batches=None: trainer.total_epochs={epochs!r} is set and the steps are not, so the "
             "epochs decide (the embedded default's 30 steps are for its tiny task); docs/CONFIG.md"
         )
-    return notes + _kl_notes(plain, explicit)
+    return notes + _length_notes(plain, explicit) + _kl_notes(plain, explicit)
+
+
+def _length_notes(plain: dict[str, Any], explicit: set[str]) -> list[str]:
+    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.plain_tree import plain_get, plain_get_or_none
+
+    if plain_get_or_none(plain, "data.train_files") is None:
+        return []
+    notes = []
+    for common, rel in LENGTHS.items():
+        skyrl = plain_get(skyrl_train_defaults(), rel)
+        value = plain_get_or_none(plain, common)
+        if not _named(explicit, _both_names(common)) and value == skyrl != embedded_common_default(common):
+            notes.append(
+                f"note: {common}={value!r}: SkyRL's default for a job with its data by path (the embedded "
+                f"{embedded_common_default(common)!r} is the toy task's); docs/CONFIG.md"
+            )
+    return notes
 
 
 def _kl_notes(plain: dict[str, Any], explicit: set[str]) -> list[str]:
@@ -83,4 +154,4 @@ def _kl_notes(plain: dict[str, Any], explicit: set[str]) -> list[str]:
     return []
 
 
-__all__ = ["apply_default_rules", "default_rule_notes"]
+__all__ = ["DECIDING_KEYS", "apply_default_rules", "default_rule_notes"]

@@ -62,21 +62,18 @@ ENGINE_COMMON_KEYS = (
     "algorithm.use_kl_loss",  # reference-model and KL settings
     "algorithm.loss_agg_mode",  # seq-mean-token-sum-norm's constant
     "model.path",  # the KL's reference model
+    "rollout.train.temperature",  # the trainer's log-probability temperature follows it
     "data.train_files",  # environment.* is read with a dataset by path
     "rllm",  # rLLM's settings
     *NOT_READ,
 )
 
 # What SkyRL's Tinker-mode builder (_build_skyrl_train_config) sets whatever the overrides say,
-# relative to skyrl.train, with why the loop cannot honour another value. The policy's
-# scheduler is not here: the loop computes the lr of every step (algorithm.lr_schedule,
-# algorithm.warmup_steps_ratio) and the backend applies it.
-BUILDER_FORCED: dict[str, tuple[Any, str]] = {
-    "trainer.policy.optimizer_config.num_warmup_steps": (
-        0,
-        "the loop sets the lr of every step; use algorithm.warmup_steps_ratio for a warmup",
-    ),
-}
+# relative to skyrl.train, with why the loop cannot honour another value. None today: the builder pins
+# the policy's scheduler and warmup (num_warmup_steps=0), but the loop computes the lr of every step from
+# them (training/settings.py lr_at: SkyRL's num_warmup_steps and scheduler, or rLLM's warmup_steps_ratio and
+# lr_schedule) and the backend applies it.
+BUILDER_FORCED: dict[str, tuple[Any, str]] = {}
 # SkyRL's builder also turns its KL loss off: the loop adds SkyRL's KL term itself (training/custom_loss.py).
 
 # Native settings whose meaning the loop implements on every engine: the advantages
@@ -107,13 +104,15 @@ def _common_defaults() -> dict[str, Any]:
 
 @functools.cache
 def jax_defaults() -> dict[str, Any]:
-    """conf/backend/skyrl.yaml's skyrl.jax values (max_lora_rank, planted from the key map, aside)."""
+    """conf/backend/skyrl.yaml's skyrl.jax values (max_lora_rank, an interpolation of model.lora.rank, aside)."""
     from omegaconf import OmegaConf
 
     from rllm_sweeps.config.compose import CONF_DIR
 
     tree = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "backend" / "skyrl.yaml"))
-    return dict(tree.get("jax") or {})
+    jax = dict(tree.get("jax") or {})
+    jax.pop("max_lora_rank", None)
+    return jax
 
 
 @functools.cache
@@ -165,14 +164,22 @@ def engine_checks_read(path: str) -> bool:
 
 def judged_settings(plain: dict[str, Any], explicit: Iterable[str] = ()) -> Iterator[JudgedSetting]:
     """Every set native setting (and common key some engine cannot honour) with its effect in `plain`."""
-    from rllm_sweeps.config.setting_effect import READ, refused, setting_effect
-
     for key, value, named in set_keys(plain, explicit):
-        if key in NOT_READ:
-            effect = refused(NOT_READ[key].why) if NOT_READ[key].refuses(plain) else READ
-        else:
-            effect = setting_effect(key, value, plain)
-        yield JudgedSetting(key, value, named, effect)
+        yield JudgedSetting(key, value, named, judge(key, value, plain))
+
+
+def judge(key: str, value: Any, plain: dict[str, Any]) -> Effect:
+    """The effect of setting `key` to `value` in `plain`; a native setting named at SkyRL's default is the
+    same config as one that leaves it out, which runs: never refused (a note says what another value does)."""
+    from rllm_sweeps.config.setting_effect import READ, Kind, refused, setting_effect, unused
+
+    if key in NOT_READ:
+        return refused(NOT_READ[key].why) if NOT_READ[key].refuses(plain) else READ
+    effect = setting_effect(key, value, plain)
+    absent = object()
+    if effect.kind is Kind.REFUSED and value == _train_defaults().get(key.removeprefix(SKYRL_TRAIN_PREFIX), absent):
+        return unused(f"it is SkyRL's default, as if left out (another value would be refused: {effect.why})")
+    return effect
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ servers start, minutes into a job on GPUs (read in SkyRL 0.4.0's ``skyrl/backend
   SkyRL's trainer computes the new ones at its algorithm's temperature (the sampling temperature's
   twin in keymap.py) over the whole vocabulary. vLLM returns the raw logits' log-probabilities unless
   ``logprobs_mode=processed_logprobs`` (conf/backend/skyrl.yaml sets it through SkyRL's
-  ``engine_init_kwargs``), and processed ones are renormalized over what top-p / top-k keep, which the
-  trainer's are not: both would bias the PPO ratio from the first step.
+  ``engine_init_kwargs``); processed ones are renormalized over what top-p / top-k keep, which the
+  trainer's are not: SkyRL runs that so, and so does the loop, with a note (:func:`gpu_trainer_notes`).
 """
 
 from __future__ import annotations
@@ -117,10 +117,12 @@ GPU_TRAINER_RULES: tuple[CrossRule, ...] = (
         "(skyrl.engine=fsdp/megatron) has no such cap for its FSDP/Megatron workers: keep resources.jobs_per_gpu=1",
     ),
     CrossRule(
-        (MERGE_LORA, "skyrl.engine"),
-        lambda merge, engine: engine != "megatron" or merge is False,
-        f"skyrl.engine=megatron with {MERGE_LORA}=true (SkyRL's default) starts vLLM without LoRA, while "
-        f"SkyRL samples the loop's LoRA policy by its adapter's name; set {MERGE_LORA}=false",
+        (MERGE_LORA, "skyrl.engine", "model.lora.rank"),
+        # Only with LoRA on: without it (rank 0, refused on its own) there is no adapter to merge.
+        lambda merge, engine, rank: engine != "megatron" or merge is False or not (isinstance(rank, int) and rank > 0),
+        f"skyrl.engine=megatron with {MERGE_LORA}=true and LoRA on (model.lora.rank > 0) merges the adapter into "
+        f"vLLM's weights and starts vLLM without LoRA, while SkyRL samples the loop's LoRA policy by its "
+        f"adapter's name; leave {MERGE_LORA} out (false on megatron) or set it false",
     ),
     CrossRule(
         (LOGPROBS_MODE, "skyrl.engine"),
@@ -128,14 +130,25 @@ GPU_TRAINER_RULES: tuple[CrossRule, ...] = (
         f"skyrl.engine=fsdp/megatron trains on vLLM's log-probabilities as the old policy's: {LOGPROBS_MODE} "
         f"must be {PROCESSED_LOGPROBS} (after temperature, as SkyRL's trainer computes them)",
     ),
-    CrossRule(
-        ("rollout.train.top_p", TRAIN_TOP_K, "skyrl.engine"),
-        lambda top_p, top_k, engine: not _on_gpu_trainer(engine) or (top_p == 1 and top_k in (-1, 0)),
-        "skyrl.engine=fsdp/megatron: with top-p < 1 or a top-k, vLLM's log-probabilities are renormalized "
-        "over the tokens kept, SkyRL's trainer's over the whole vocabulary, which biases the PPO ratio; "
-        f"train with rollout.train.top_p=1 and {TRAIN_TOP_K}=-1 (validation may use any)",
-    ),
 )
+
+
+def gpu_trainer_notes(plain: Mapping[str, Any]) -> list[str]:
+    """What a valid config's job on SkyRL's GPU trainer says once: top-p / top-k in training sampling are
+    accepted, as SkyRL's own trainer runs them, with what they do to the log-probabilities."""
+    engine = plain.get("skyrl", {}).get("engine")
+    if not _on_gpu_trainer(engine):
+        return []
+    top_p = plain.get("rollout", {}).get("train", {}).get("top_p", 1)
+    top_k = plain["skyrl"]["train"]["generator"]["sampling_params"].get("top_k", -1)
+    if top_p == 1 and top_k in (-1, 0):
+        return []
+    return [
+        f"note: rollout.train.top_p={top_p!r}, {TRAIN_TOP_K}={top_k!r} on skyrl.engine={engine}: vLLM's "
+        "log-probabilities (the old policy's here) are renormalized over the tokens top-p / top-k keep, SkyRL's "
+        "trainer's over the whole vocabulary; SkyRL's own trainer runs it so, and so does this one (the PPO ratio "
+        "starts slightly above 1 on such tokens)"
+    ]
 
 
 __all__ = [
@@ -143,6 +156,7 @@ __all__ = [
     "NODE_GPUS_KEYS",
     "PROCESSED_LOGPROBS",
     "VLLM_LORA_RANKS",
+    "gpu_trainer_notes",
     "nearest_lora_ranks",
     "node_gpus",
     "node_gpus_of",

@@ -35,6 +35,7 @@ from omegaconf import AnyNode, DictConfig, OmegaConf
 from rllm_sweeps.config.cached_validation import CachedValidator
 from rllm_sweeps.config.compose import compose_config
 from rllm_sweeps.config.composed_base import Base
+from rllm_sweeps.config.defaults_rule import DECIDING_KEYS, apply_default_rules
 from rllm_sweeps.config.interpolations import Reevaluation
 from rllm_sweeps.config.load import config_notes, finalize
 from rllm_sweeps.config.overrides import all_keys, parse_overrides, unread_added_key
@@ -136,6 +137,7 @@ class JobComposer:
             apply_overrides(self._values, cfg)
         except Exception as err:
             raise ConfigError([ConfigIssue("?", f"cannot apply the overrides: {_first_line(err)}")]) from None
+        apply_default_rules(cfg, self._explicit)  # as load.finalize: the jobs' shortcut starts from it
         return Base(groups, cfg)
 
     # -- one job -----------------------------------------------------------------------
@@ -151,7 +153,8 @@ class JobComposer:
         """
         keys = frozenset(s.key for s in settings)
         analysis = base.analysis(keys)
-        if analysis.fast and all(not s.prefix and value_is_plain(s.value) for s in settings):
+        rule_free = not keys & DECIDING_KEYS  # a rule's outcome (defaults_rule.py) may change: the exact path
+        if analysis.fast and rule_free and all(not s.prefix and value_is_plain(s.value) for s in settings):
             try:
                 plain = self._fast_plain(base, settings, analysis)
             except Exception:

@@ -107,8 +107,9 @@ def config_notes(plain: dict, explicit: Iterable[str]) -> list[str]:
     defaults decided by the rule where SkyRL's and rLLM's differ (defaults_rule.py)."""
     from rllm_sweeps.config.defaults_rule import default_rule_notes
     from rllm_sweeps.config.engine_settings import unused_notes
+    from rllm_sweeps.config.gpu_trainer_rules import gpu_trainer_notes
 
-    return unused_notes(plain, explicit) + default_rule_notes(plain, explicit)
+    return unused_notes(plain, explicit) + default_rule_notes(plain, explicit) + gpu_trainer_notes(plain)
 
 
 def sweep_without_m(sweeps: list[str]) -> ConfigIssue:
@@ -119,6 +120,19 @@ def sweep_without_m(sweeps: list[str]) -> ConfigIssue:
         f"{' '.join(sweeps)} is a sweep (one job per value): did you mean -m? (python train.py -m ...); "
         f"for one job, a list value is {key}=[a,b], a string {key}='a,b'",
     )
+
+
+def _composed(overrides: list[str], where: str) -> DictConfig:
+    """Hydra's composition, its refusal (a value a node cannot take) one line naming the override."""
+    import re
+
+    try:
+        return compose_config(overrides)
+    except Exception as err:
+        texts = [str(e).strip().splitlines()[0] for e in (err, err.__cause__) if e is not None and str(e).strip()]
+        found = re.search(r"override \+*([^=\s]+)=", texts[0] if texts else "")
+        key = found.group(1) if found else "?"
+        raise ConfigError([ConfigIssue(key, f"{key}: " + ": ".join(texts))], where) from None
 
 
 def load_config(overrides: Iterable[str] = (), where: str = "", notify: Notify = _stderr) -> DictConfig:
@@ -140,7 +154,7 @@ def load_config(overrides: Iterable[str] = (), where: str = "", notify: Notify =
         return finalize(cfg, overrides, where, notify)
     unknown, lines = unknown_overrides(overrides, where)
     if not unknown:
-        return finalize(compose_config(overrides), overrides, where, notify)
+        return finalize(_composed(overrides, where), overrides, where, notify)
     # Every problem at once: the rest of the command line is composed and checked too.
     rest = [o for o in overrides if o not in lines]
     try:

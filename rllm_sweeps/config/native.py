@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,12 +34,9 @@ def quiet_skyrl() -> Iterator[None]:
         logger.enable("skyrl")
 
 
-@functools.cache
-def skyrl_train_defaults() -> dict[str, Any]:
-    """SkyRLTrainConfig() as a plain dict (SkyRL's own defaults, about 420 leaves).
-
-    Building it imports torch (SkyRL's __post_init__), seconds for a config tool: the tree is
-    kept in the cache directory per SkyRL version and home directory (SkyRL expands ~)."""
+def _cached_json(name: str, build: Callable[[], Any]) -> Any:
+    """``build()``, kept in the cache directory per SkyRL version and home directory (SkyRL expands ~):
+    reading SkyRL's config types imports torch, seconds for a config tool."""
     import hashlib
     import importlib.metadata
     import json
@@ -48,23 +45,48 @@ def skyrl_train_defaults() -> dict[str, Any]:
     from rllm_sweeps.cachedir import cache_dir
 
     key = f"{importlib.metadata.version('skyrl')}:{os.path.expanduser('~')}"
-    path = cache_dir() / f"skyrl-defaults-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
+    path = cache_dir() / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         pass
     with quiet_skyrl():
-        from skyrl.train.config import SkyRLTrainConfig, get_config_as_yaml_str
-
-        tree = OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(SkyRLTrainConfig())))
+        value = build()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(tree))
+        tmp.write_text(json.dumps(value))
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only cache: build it each time
-    return tree
+    return value
+
+
+def _default_tree() -> Any:
+    from skyrl.train.config import SkyRLTrainConfig, get_config_as_yaml_str
+
+    return OmegaConf.to_container(OmegaConf.create(get_config_as_yaml_str(SkyRLTrainConfig())))
+
+
+@functools.cache
+def skyrl_train_defaults() -> dict[str, Any]:
+    """SkyRLTrainConfig() as a plain dict (SkyRL's own defaults, about 420 leaves)."""
+    return _cached_json("skyrl-defaults", _default_tree)
+
+
+def _dict_fields() -> list[str]:
+    from skyrl.train.config import SkyRLTrainConfig
+
+    from rllm_sweeps.config.free_form import dict_field_paths
+
+    return dict_field_paths(SkyRLTrainConfig)
+
+
+@functools.cache
+def skyrl_free_form() -> frozenset[str]:
+    """The paths (relative to skyrl.train) of the fields SkyRL's config types as a dictionary: any key
+    goes in them, as SkyRL takes it (config/free_form.py)."""
+    return frozenset(_cached_json("skyrl-free-form", _dict_fields))
 
 
 def planted_tree() -> DictConfig:
@@ -80,7 +102,9 @@ COLOCATED_ENGINES = "rllm_colocated_engines"
 CPUS_PER_TASK = "rllm_cpus_per_task"
 MINI_BATCH = "rllm_mini_batch"
 KL_BETA = "rllm_kl_beta"
+MERGE_LORA = "rllm_merge_lora"
 RUN_NAME = "rllm_run_name"  # hydra.run.dir: a job by hand's directory from its overrides
+DIR_NAME = "rllm_dir_name"  # hydra.run.dir: the experiment's directory from its name (a '/' allowed)
 LOCAL_SLURM_CONF = "rllm_local_slurm_conf"  # conf/cluster/local.yaml: the local cluster's slurm.conf
 _ENGINE = "skyrl.train.generator.inference_engine."
 _POLICY = "skyrl.train.trainer.policy."
@@ -97,6 +121,7 @@ RESOLVER_READS: dict[str, tuple[str, ...]] = {
     ),
     CPUS_PER_TASK: NODE_GPUS_KEYS,
     KL_BETA: ("algorithm.use_kl_loss", "skyrl.train.trainer.algorithm.use_kl_in_reward"),
+    MERGE_LORA: ("skyrl.engine",),
     MINI_BATCH: (
         "data.train_batch_size",
         "rollout.n",
@@ -157,6 +182,13 @@ def _cpus_per_task(preferred: int, *, _root_: DictConfig) -> int:
     return max(int(preferred), node_gpus(_root_) + 1)
 
 
+def _merge_lora(*, _root_: DictConfig) -> bool:
+    """Megatron's merge_lora when the user leaves it: SkyRL's true, except on skyrl.engine=megatron, where
+    the loop trains a LoRA policy that SkyRL samples by its adapter's name, which only the adapter-only
+    sync (false) serves (config/gpu_trainer_rules.py)."""
+    return _root_.skyrl.engine != "megatron"
+
+
 def _kl_beta(*, _root_: DictConfig) -> float:
     """algorithm.kl_beta when the user leaves it: rLLM's 0.0 (no KL), SkyRL's 0.001 once a KL term
     is turned on (algorithm.use_kl_loss or SkyRL's own name for it; SkyRL's use_kl_in_reward, whose
@@ -186,14 +218,16 @@ def _local_slurm_conf() -> str:
 
 def register_resolvers() -> None:
     """The resolvers conf/ uses for derived defaults (idempotent; no Hydra needed)."""
-    from rllm_sweeps.records.layout import run_name
+    from rllm_sweeps.records.layout import dir_name, run_name
 
     resolvers = {
         COLOCATED_ENGINES: _colocated_engines,
         KL_BETA: _kl_beta,
+        MERGE_LORA: _merge_lora,
         MINI_BATCH: _mini_batch,
         CPUS_PER_TASK: _cpus_per_task,
         RUN_NAME: run_name,
+        DIR_NAME: dir_name,
         LOCAL_SLURM_CONF: _local_slurm_conf,
     }
     for name, resolver in resolvers.items():

@@ -120,6 +120,15 @@ def path_name(v: Any) -> str | None:
     return None
 
 
+def label(v: Any) -> str | None:
+    """A name shown by trackers (any text on one line); where it names a directory, a safe one is derived."""
+    if not isinstance(v, str) or not v.strip():
+        return "a non-empty name"
+    if any(ord(c) < 32 or ord(c) == 127 for c in v):
+        return "a name on one line (no control characters such as a newline)"
+    return None
+
+
 def name_max() -> int:
     """The longest file name the file system of the working directory takes (255 on most)."""
     try:
@@ -210,10 +219,11 @@ RULES: dict[str, Check] = {
     "trainer.test_freq": integer(ge=0, off=-1),  # 0 or -1: validate only after the last step
     "trainer.save_freq": integer(ge=0, off=-1),  # 0: only after the last step; -1 (rLLM): never
     "trainer.val_before_train": boolean,
+    "trainer.val_max_samples": integer(ge=1, nullable=True, off=-1),  # -1 (rLLM) or null: every example
     "trainer.seed": integer(ge=0),
     "trainer.logger": name_or_list_of(one_of(*LOGGERS)),
     "trainer.project_name": path_name,  # a directory of outputs/ and multirun/
-    "trainer.experiment_name": path_name,
+    "trainer.experiment_name": label,  # the tracker's name; its directory: records/layout.py dir_name
     "trainer.resume_mode": one_of(*RESUME_MODES),
     "algorithm.adv_estimator": estimator,
     "algorithm.norm_adv_by_std_in_grpo": boolean,
@@ -276,6 +286,14 @@ def _ray_jax_trains_it(use_ray: Any, path: Any) -> bool:
 
 
 CROSS_RULES: tuple[CrossRule, ...] = (
+    CrossRule(
+        ("model.lora.rank", "skyrl.jax.max_lora_rank", "skyrl.engine"),
+        lambda rank, most, engine: (
+            engine != "jax" or not isinstance(most, int) or not isinstance(rank, int) or rank <= most
+        ),
+        "skyrl.jax.max_lora_rank is the largest LoRA rank SkyRL's JAX backend allocates adapters for: raise it to at "
+        "least model.lora.rank (or leave it out: it follows model.lora.rank)",
+    ),
     CrossRule(
         ("skyrl.jax.use_ray", "model.path"),
         _ray_jax_trains_it,

@@ -13,78 +13,13 @@ Common keys are judged by rules.py; their native twins (keymap.py) through them.
 
 from __future__ import annotations
 
-import enum
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from rllm_sweeps.config.effect_kinds import READ, Effect, Kind, Rule, Situation, refused, unused
 from rllm_sweeps.config.engine_names import GPU_TRAINER, NO_REFERENCE, REFERENCE_ENGINES
+from rllm_sweeps.config.rllm_setting_effect import rllm_effect
 from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
-
-
-class Kind(enum.Enum):
-    READ = "read"
-    UNUSED = "unused"  # accepted with a note: SkyRL ignores it in this configuration too
-    REFUSED = "refused"  # what runs would differ from what SkyRL does with it
-
-
-@dataclass(frozen=True)
-class Effect:
-    kind: Kind
-    why: str = ""
-
-
-READ = Effect(Kind.READ)
-
-
-def unused(why: str) -> Effect:
-    return Effect(Kind.UNUSED, why)
-
-
-def refused(why: str) -> Effect:
-    return Effect(Kind.REFUSED, why)
-
-
-@dataclass(frozen=True)
-class Situation:
-    """The configuration a setting is judged in (the resolved plain config)."""
-
-    plain: dict[str, Any]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        node: Any = self.plain
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return default
-            node = node[part]
-        return node
-
-    @property
-    def engine(self) -> str:
-        return str(self.get("skyrl.engine"))
-
-    @property
-    def loss(self) -> str:
-        return str(self.get("algorithm.loss_fn"))
-
-    @property
-    def estimator(self) -> str:
-        return str(self.get("algorithm.adv_estimator"))
-
-    @property
-    def kl_loss(self) -> bool:
-        return bool(self.get("algorithm.use_kl_loss"))
-
-    @property
-    def kl_in_reward(self) -> bool:
-        return bool(self.get(SKYRL_TRAIN_PREFIX + "trainer.algorithm.use_kl_in_reward"))
-
-    def algorithm(self, leaf: str, default: Any = None) -> Any:
-        return self.get(SKYRL_TRAIN_PREFIX + "trainer.algorithm." + leaf, default)
-
-
-Rule = Callable[[Situation, Any], Effect]
 
 
 @functools.cache
@@ -143,6 +78,20 @@ def reference_setting(s: Situation, _value: Any) -> Effect:
         "placement and sharding of SkyRL's reference worker: the KL's reference here is the base model, "
         "an untrained second LoRA adapter beside the policy's, in the policy's own workers"
     )
+
+
+def reference_model_path(s: Situation, value: Any) -> Effect:
+    """SkyRL's reference may be another model; the loop's is the policy's base model (an untrained adapter)."""
+    if value == s.get("model.path") or not (s.kl_loss or s.kl_in_reward):
+        return READ if value == s.get("model.path") else reference_setting(s, value)
+    return refused("the KL's reference here is the policy's base model, not another one: leave it out (model.path)")
+
+
+def algorithm_temperature(s: Situation, value: Any) -> Effect:
+    """SkyRL's trainer log-probabilities' temperature; the loop trains on the sampler's (its temperature)."""
+    if value is None or value == s.get("rollout.train.temperature"):
+        return READ
+    return refused("the loop trains on the sampler's log-probabilities, at rollout.train.temperature: leave it out")
 
 
 def kl_in_reward(s: Situation, value: Any) -> Effect:
@@ -318,6 +267,8 @@ REPLACED = (
 
 # Exact settings (relative to skyrl.train), then prefixes; the first match decides.
 EXACT: dict[str, Rule] = {
+    "trainer.ref.model.path": reference_model_path,
+    "trainer.algorithm.temperature": algorithm_temperature,
     "trainer.algorithm.use_kl_in_reward": kl_in_reward,
     "trainer.algorithm.kl_estimator_type": kl_estimator,
     "trainer.algorithm.use_entropy_loss": entropy_loss,
@@ -364,6 +315,7 @@ PREFIXES: dict[str, Rule] = {
     "trainer.algorithm.kl_ctrl.": kl_ctrl,
     "trainer.fully_async.": fully_async_part,
     "data.dataloader.": constant(unused("SkyRL's prompt data loader: the loop loads the data itself")),
+    "generator.chat_template_kwargs": constant(READ),  # any key: the loop renders chat templates with them
     **{"trainer.algorithm." + p: loss_parameter(loss) for p, loss in LOSS_PARAMETERS.items()},
 }
 
@@ -397,85 +349,6 @@ def native_effect(rel: str, value: Any, s: Situation) -> Effect:
     return refused(REPLACED)
 
 
-# ---- rLLM's unified-trainer settings (rllm.*: conf/config.yaml), read in rLLM's PR #407 trainer -----
-
-
-def rllm_rejection_sampling(_s: Situation, value: Any) -> Effect:
-    if not value:
-        return READ
-    return refused(
-        "rLLM's episode-mode rejection sampling accumulates whole batches until min_partial_solve_tasks tasks are "
-        "partly solved and trains every group of them; the loop has no such mode. DAPO's filter, which drops the "
-        "groups whose rewards are all equal and samples more until the batch is full, is "
-        "skyrl.train.trainer.algorithm.dynamic_sampling.type=filter"
-    )
-
-
-def rllm_episode_mode_part(s: Situation, _value: Any) -> Effect:
-    if s.get("rllm.rejection_sample.enable"):
-        return READ  # refused through rllm.rejection_sample.enable
-    return unused("rLLM reads it in its episode-mode rejection sampling only (rllm.rejection_sample.enable=false)")
-
-
-def rllm_min_trajs_per_group(_s: Situation, value: Any) -> Effect:
-    if isinstance(value, int) and value <= 1:
-        return unused("every group has at least one trajectory: rLLM drops none of them either")
-    return refused(
-        "rLLM drops the (task, role) groups with fewer trajectories; the loop trains groups of any size (an "
-        "episode that is not trainable leaves its group smaller)"
-    )
-
-
-def rllm_stepwise_mode(_s: Situation, value: Any) -> Effect:
-    if value == "broadcast":
-        return READ  # the trajectory's advantage on each of its steps (training/episodes.py)
-    return unused("rLLM's unified trainer turns per_step into broadcast (a deprecation warning), what the loop does")
-
-
-def rllm_flag_unread(why: str) -> Rule:
-    return lambda _s, _v: unused(why)
-
-
-def rllm_refused_when_true(why: str) -> Rule:
-    return lambda _s, value: refused(why) if value else READ
-
-
-def rllm_compact_mask(s: Situation, _value: Any) -> Effect:
-    if s.get("rllm.compact_filtering.enable"):
-        return READ  # refused through rllm.compact_filtering.enable
-    return unused("only used with rllm.compact_filtering.enable=true, which is off")
-
-
-def rllm_episode_log_dir(_s: Situation, _value: Any) -> Effect:
-    return unused("output only: the job writes its episodes to JOB_DIR/episodes.jsonl, its own directory")
-
-
-RLLM_EXACT: dict[str, Rule] = {
-    "rllm.rejection_sample.enable": rllm_rejection_sampling,
-    "rllm.rejection_sample.multiplier": rllm_episode_mode_part,
-    "rllm.rejection_sample.min_partial_solve_tasks": rllm_episode_mode_part,
-    "rllm.rejection_sample.min_trajs_per_group": rllm_min_trajs_per_group,
-    "rllm.stepwise_advantage.mode": rllm_stepwise_mode,
-    "rllm.stepwise_advantage.enable": rllm_flag_unread("rLLM's unified trainer reads only stepwise_advantage.mode"),
-    "rllm.stepwise_advantage.normalize_by_steps": rllm_refused_when_true(
-        "the loop does not divide a trajectory's advantage by its number of steps"
-    ),
-    "rllm.compact_filtering.enable": rllm_refused_when_true(
-        "masking episodes by their termination reason is not implemented: every trainable episode trains"
-    ),
-    "rllm.episode_logging.log_episodes": lambda _s, _v: READ,  # workflows/episode_log.py
-    "rllm.episode_logging.episode_log_dir": rllm_episode_log_dir,
-}
-
-
-def rllm_effect(key: str, value: Any, s: Situation) -> Effect:
-    if key in RLLM_EXACT:
-        return RLLM_EXACT[key](s, value)
-    if key.startswith("rllm.compact_filtering."):
-        return rllm_compact_mask(s, value)
-    return READ
-
-
 def setting_effect(key: str, value: Any, plain: dict[str, Any]) -> Effect:
     """Whether setting `key` (a full path: skyrl.train.*, skyrl.jax.* or rLLM's rllm.*) to `value` changes
     what runs in the configuration `plain` (resolved): read, unused (with why) or refused (with why)."""
@@ -493,4 +366,4 @@ def setting_effect(key: str, value: Any, plain: dict[str, Any]) -> Effect:
     return READ
 
 
-__all__ = ["Effect", "Kind", "Situation", "setting_effect"]
+__all__ = ["READ", "Effect", "Kind", "Situation", "refused", "setting_effect", "unused"]

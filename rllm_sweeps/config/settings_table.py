@@ -12,6 +12,7 @@ config of each engine: what a user who names it gets there.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,20 @@ def probe(default: Any) -> Any:
     return True if isinstance(default, bool) else default
 
 
+@functools.cache
+def _derived_defaults() -> dict[str, str]:
+    """Native settings (relative to skyrl.train) whose default follows a common key: conf/backend/skyrl.yaml's
+    plain interpolations (`${rollout.train.temperature}`), read from the file that holds them."""
+    from omegaconf import OmegaConf
+
+    from rllm_sweeps.config.compose import CONF_DIR
+    from rllm_sweeps.plain_tree import leaves
+
+    train = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "backend" / "skyrl.yaml"))["train"]
+    found = {rel: v for rel, v in leaves(train) if isinstance(v, str) and v.startswith("${") and ":" not in v}
+    return {rel: v[2:-1] for rel, v in found.items()}
+
+
 def cell(key: str, plain: dict[str, Any], default: Any) -> tuple[str, str]:
     """(what the loop does, why) for `key` set in `plain`."""
     from rllm_sweeps.keymap import BY_NATIVE
@@ -98,6 +113,9 @@ def cell(key: str, plain: dict[str, Any], default: Any) -> tuple[str, str]:
     if key in BY_NATIVE:
         return f"read as `{BY_NATIVE[key].common}`", ""
     effect = setting_effect(key, probe(default), plain)
+    common = _derived_defaults().get(key.removeprefix(SKYRL_TRAIN_PREFIX))
+    if effect.kind is Kind.READ and common is not None and key not in loop_native_keys():
+        return f"follows `{common}` (another value: refused or noted by its rule)", ""
     if effect.kind is Kind.READ:
         return ("implemented by the loop" if key in loop_native_keys() else "read by SkyRL's workers"), ""
     return ("no effect" if effect.kind is Kind.UNUSED else "refused"), effect.why
@@ -110,6 +128,8 @@ def test_of(key: str) -> str:
         return COMMON_TESTS.get(BY_NATIVE[key].common, "tests/test_config.py")
     if key in loop_native_keys():
         return EARLIER_LOOP_TESTS.get(key.removeprefix(SKYRL_TRAIN_PREFIX), LOOP_TESTS)
+    if key.removeprefix(SKYRL_TRAIN_PREFIX) in _derived_defaults():
+        return "tests/test_recipes_as_written.py"  # a setting the key map once merged with its common key
     return "tests/test_setting_effect.py"
 
 

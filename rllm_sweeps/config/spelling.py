@@ -74,7 +74,8 @@ def canonical_key(key: str) -> str:
         rest = key[len(RLLM_PREFIX) :]
         return rest if rest in common_paths() or rest.startswith("task.") else key
     root = key.split(".", 1)[0]
-    if root in SKYRL_ONLY_SECTIONS or (root in SKYRL_SECTIONS and key not in common_paths() and key in native_paths()):
+    native = key in native_paths() or _in_free_form(SKYRL_TRAIN_PREFIX + key)
+    if root in SKYRL_ONLY_SECTIONS or (root in SKYRL_SECTIONS and key not in common_paths() and native):
         return SKYRL_TRAIN_PREFIX + key
     return key
 
@@ -91,7 +92,9 @@ def canonical_overrides(overrides: Iterable[str], notify: Callable[[str], None] 
     for override in overrides:
         line = canonical_override(override)
         key = line.partition("=")[0]
-        if "=" in line and key.startswith(SKYRL_TRAIN_PREFIX) and not _exists(key):
+        if "=" in line and key.startswith("++" + SKYRL_TRAIN_PREFIX) and not _exists(key[2:]):
+            replaced = _as_skyrl_reads_it(line[2:], override, notify)  # a new key of a free-form dictionary
+        elif "=" in line and key.startswith(SKYRL_TRAIN_PREFIX) and not _exists(key):
             replaced = _as_skyrl_reads_it(line, override, notify)
         elif "=" in line and is_unknown_in_shared_section(key):
             # trainer.X / data.X that neither tree has: SkyRL's if SkyRL's override handling knows it
@@ -115,12 +118,14 @@ def is_unknown_in_shared_section(key: str) -> bool:
 
 def moved_paths(rel: str) -> list[str]:
     """Where SkyRL 0.4 moved a SkyRL 0.3 generator setting (rLLM's scripts use the old names):
-    generator.X -> generator.inference_engine.X (num_inference_engines -> num_engines)."""
-    head, _, leaf = rel.rpartition(".")
-    if head != "generator":
+    generator.X[.Y] -> generator.inference_engine.X[.Y] (num_inference_engines -> num_engines;
+    generator.delta_weight_sync.sync_dir -> generator.inference_engine.delta_weight_sync.sync_dir)."""
+    section, _, rest = rel.partition(".")
+    if section != "generator" or not rest:
         return []
+    leaf, dot, below = rest.partition(".")
     variants = {leaf, leaf.removeprefix("inference_engine_"), leaf.replace("num_inference_engines", "num_engines")}
-    return [f"generator.inference_engine.{v}" for v in sorted(variants)]
+    return [f"generator.inference_engine.{v}{dot}{below}" for v in sorted(variants)]
 
 
 def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | None) -> list[str] | None:
@@ -151,10 +156,43 @@ def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | No
             _say(notify, f"note: SkyRL 0.4 accepts {typed_key}={value!r}, which changes nothing in its config: removed")
             return []
         # Overrides that take the place of the typed one: each value written to parse back as SkyRL read it.
-        lines = [f"{SKYRL_TRAIN_PREFIX}{k}={format_value(v)}" for k, v in reading.changed.items()]
-        _say(notify, f"note: SkyRL 0.4 reads {typed_key} as {', '.join(lines)}")
+        sections = _whole_sections(reading.changed)
+        lines = [f"{k}={format_value(v)}" for k, v in sections.items()]
+        if list(sections) != ["++" + parsed.key_or_group] or sections["++" + parsed.key_or_group] != value:
+            _say(notify, f"note: SkyRL 0.4 reads {typed_key} as {', '.join(lines)}")
         return lines
     return None
+
+
+def _whole_sections(changed: dict[str, Any]) -> dict[str, Any]:
+    """SkyRL's changed leaves as overrides: the leaves of a section SkyRL leaves null by default (an optional
+    one such as generator.inference_engine.delta_weight_sync) go as one dictionary, which `++` puts in place
+    of the null (its leaves do not exist in the composed config before)."""
+    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.plain_tree import plain_get_or_none
+
+    out: dict[str, Any] = {}
+    absent = object()
+    for key, value in changed.items():
+        parts = key.split(".")
+        section = next(
+            (
+                ".".join(parts[:i])
+                for i in range(1, len(parts))
+                if plain_get_or_none(skyrl_train_defaults(), ".".join(parts[:i]), absent) is None
+            ),
+            None,
+        )
+        if section is None:
+            # a key of a free-form dictionary may be new to the composed tree: added or set (`++`)
+            out[("++" if _in_free_form(SKYRL_TRAIN_PREFIX + key) else "") + SKYRL_TRAIN_PREFIX + key] = value
+        else:
+            node = out.setdefault("++" + SKYRL_TRAIN_PREFIX + section, {})
+            *inner, leaf = parts[len(section.split(".")) :]
+            for part in inner:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+    return out
 
 
 def _say(notify: Callable[[str], None] | None, message: str) -> None:
@@ -174,6 +212,8 @@ def canonical_override(override: str) -> str:
         canonical = _dual_path_spelling(key, override)
     if prefix == "+" and _is_leaf(canonical):
         prefix = ""  # rLLM adds keys its own tree lacks; this tree has the setting: set it
+    if "~" not in prefix and _in_free_form(canonical):
+        prefix = "++"  # a dictionary SkyRL takes whole: add or set any key (config/free_form.py)
     if canonical == key and prefix == written.prefix:
         return override
     return f"{prefix}{canonical}={written.value}"
@@ -184,6 +224,16 @@ def _is_leaf(key: str) -> bool:
     paths = native_paths() if key.startswith(SKYRL_TRAIN_PREFIX) else common_paths()
     rel = key.removeprefix(SKYRL_TRAIN_PREFIX)
     return rel in paths and not any(p.startswith(rel + ".") for p in paths) and "." in rel
+
+
+def _in_free_form(key: str) -> bool:
+    """`key` is one of SkyRL's free-form dictionaries or lies in one."""
+    from rllm_sweeps.config.free_form import free_form_root
+    from rllm_sweeps.config.native import skyrl_free_form
+
+    if not key.startswith(SKYRL_TRAIN_PREFIX):
+        return False
+    return free_form_root(key.removeprefix(SKYRL_TRAIN_PREFIX), skyrl_free_form()) is not None
 
 
 def _exists(key: str) -> bool:

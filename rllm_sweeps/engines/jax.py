@@ -56,7 +56,6 @@ class JaxEngine(Engine):
             jax_cache = enable_jax_compilation_cache(cache_dir() / "jax")
         jax_settings = OmegaConf.to_container(cfg.skyrl.jax, resolve=True)
         asked = {k: jax_settings.pop(k) for k in (TRAIN_SIZE, SAMPLE_SIZE)}
-        jax_settings.pop("max_lora_rank")  # follows model.lora.rank
         self._place(cfg, jax_settings, jax_cache)
         fitted = fit_to_share(cfg, asked, None if self.uses_ray else device_share_bytes())
         # None (auto on the CPU, 0) is sized by make_jax_backend so every call keeps one shape.

@@ -108,6 +108,9 @@ def job_owned_paths(job_dir: str | os.PathLike) -> dict[str, str]:
     return {key: str(root / sub) for key, sub in JOB_OWNED_PATHS.items()}
 
 
+REFERENCE_PATH = "trainer.ref.model.path"  # relative to skyrl.train
+
+
 def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike) -> dict[str, Any]:
     """The composed skyrl.train tree as SkyRL overrides, {dotted path: value}; the model paths
     (those of model.path in the key map) -> model_dir, SkyRL's working paths -> job_dir's."""
@@ -119,6 +122,8 @@ def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike, job_di
     for mapping in KEY_MAPPINGS:
         if mapping.common == "model.path" and mapping.native.startswith(SKYRL_TRAIN_PREFIX):
             overrides[mapping.native.removeprefix(SKYRL_TRAIN_PREFIX)] = str(model_dir)
+    # The reference's follows model.path (conf/backend/skyrl.yaml; another is refused where a KL term reads it)
+    overrides[REFERENCE_PATH] = str(model_dir)
     return overrides
 
 

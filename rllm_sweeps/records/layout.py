@@ -74,6 +74,17 @@ def run_name(override_dirname: str) -> str:
     return f"{safe[: _RUN_NAME_MAX - 9]}-{digest}"
 
 
+def dir_name(name: str) -> str:
+    """One directory name for a name given as a label (trainer.experiment_name: SkyRL's run_name, which
+    its scripts write as e.g. `gsm8k_Qwen/Qwen3-0.6B`): the name itself where it is one, else its
+    unsafe characters replaced and a short hash of the whole added, so two names never share it."""
+    safe = _UNSAFE.sub("_", name)
+    if safe == name and name not in (".", "..") and len(safe) <= _RUN_NAME_MAX:
+        return safe
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{safe[: _RUN_NAME_MAX - 9]}-{digest}"
+
+
 # SkyRL's working paths (relative to skyrl.train) -> their directory under JobPaths.skyrl: the job's own,
 # whatever the tree says (SkyRL's defaults are machine-wide: engines/skyrl_train.py).
 JOB_OWNED_PATHS: dict[str, str] = {

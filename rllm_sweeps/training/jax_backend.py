@@ -113,9 +113,9 @@ def make_jax_backend(
         sample_max_num_sequences = sample_sequences_for(
             settings.train_batch_size * settings.n, settings.val_batch_size * settings.n_val, parallel_calls
         )
+    backend_config.setdefault("max_lora_rank", settings.lora_rank)  # skyrl.jax.max_lora_rank (default: the rank)
     config = JaxBackendConfig(
         max_lora_adapters=max_lora_adapters,
-        max_lora_rank=settings.lora_rank,
         train_micro_batch_size=train_micro_batch_size,
         sample_max_num_sequences=sample_max_num_sequences,
         **backend_config,

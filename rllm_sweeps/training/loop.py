@@ -156,7 +156,9 @@ class RLTrainer:
         self.total_steps = s.total_steps(len(task.train))
         self.stop_token_ids = stop_token_ids(tokenizer)
         self.workflow = workflow or SingleTurnWorkflow(task, SingleTurnSettings())
-        self.chat = ChatFormat(tokenizer, task.chat_template, s.use_conversation_multi_turn)
+        self.chat = ChatFormat(
+            tokenizer, task.chat_template, s.chat_template_kwargs, conversation=s.use_conversation_multi_turn
+        )
         self.loss_config = self._loss_config(s)
         self._is_setup = False
         if self.total_steps > 0 and len(task.train) < s.train_batch_size:

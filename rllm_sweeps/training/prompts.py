@@ -55,10 +55,13 @@ def train_batch(train: Sequence[Example], settings: LoopSettings, index: int) ->
 
 
 def val_batches(val: Sequence[Example], settings: LoopSettings) -> list[PromptBatch]:
-    """The whole val set in chunks of ``data.val_batch_size``; episode e of the set has the same
-    seed at every validation."""
+    """The val set (its first ``trainer.val_max_samples`` examples, as rLLM's SkyRL backend) in chunks of
+    ``data.val_batch_size``; episode e of the set has the same seed at every validation."""
     s = settings
-    sampling = Sampling(s.val_temperature, s.val_top_p, s.val_top_k, s.max_response_length, s.val_stop)
+    if s.val_max_samples is not None and s.val_max_samples >= 0:
+        val = val[: s.val_max_samples]
+    length = s.max_response_length if s.val_max_response_length is None else s.val_max_response_length
+    sampling = Sampling(s.val_temperature, s.val_top_p, s.val_top_k, length, s.val_stop)
     seeds = SeedPlan(s.seed, SEED_VAL_SAMPLING, 0, len(val) * s.n_val)
     return [
         PromptBatch(val[start : start + s.val_batch_size], s.n_val, sampling, seeds, start, start * s.n_val)

@@ -36,6 +36,7 @@ CONFIG_KEYS: dict[str, str] = {
     "test_freq": "trainer.test_freq",
     "save_freq": "trainer.save_freq",
     "val_before_train": "trainer.val_before_train",
+    "val_max_samples": "trainer.val_max_samples",
     "seed": "trainer.seed",
     "resume_mode": "trainer.resume_mode",
     "adv_estimator": "algorithm.adv_estimator",
@@ -48,8 +49,11 @@ CONFIG_KEYS: dict[str, str] = {
     "loss_agg_mode": "algorithm.loss_agg_mode",
     "lr_schedule": "algorithm.lr_schedule",
     "warmup_steps_ratio": "algorithm.warmup_steps_ratio",
+    "num_warmup_steps": "skyrl.train.trainer.policy.optimizer_config.num_warmup_steps",
     "top_k": "skyrl.train.generator.sampling_params.top_k",
     "val_top_k": "skyrl.train.generator.eval_sampling_params.top_k",
+    "chat_template_kwargs": "skyrl.train.generator.chat_template_kwargs",
+    "val_max_response_length": "skyrl.train.generator.eval_sampling_params.max_generate_length",
     "cispo_eps_clip_low": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_low",
     "cispo_eps_clip_high": "skyrl.train.trainer.algorithm.cispo.cispo_eps_clip_high",
     "loss_norm_length": "skyrl.train.trainer.algorithm.max_seq_len",
@@ -128,9 +132,13 @@ class LoopSettings:
     loss_agg_mode: str
     lr_schedule: str
     warmup_steps_ratio: float
+    val_max_samples: int | None = None  # rLLM PR #407: the first N validation examples (-1/None: all)
     # SkyRL-native settings the loop reads (the engine classes, rllm_sweeps/engines/, read them on every engine)
     top_k: int = -1  # sampling: -1 = no limit
     val_top_k: int = -1
+    num_warmup_steps: int = 0  # SkyRL's warmup in steps (0: algorithm.warmup_steps_ratio decides)
+    val_max_response_length: int | None = None  # validation's (None: max_response_length)
+    chat_template_kwargs: dict | None = None  # SkyRL's: passed to every chat-template rendering
     cispo_eps_clip_low: float = 1.0  # CISPO's ratio clip range: [1 - low, 1 + high]
     cispo_eps_clip_high: float = 4.0
     loss_norm_length: int | None = None  # seq-mean-token-sum-norm's constant (None: max_response_length)
@@ -234,8 +242,9 @@ class LoopSettings:
 
     def lr_at(self, step: int, total_steps: int) -> float:
         """Learning rate for 0-based optimizer step ``step``: linear warmup, then constant, cosine
-        or linear decay towards 0 (transformers' schedules of the same names)."""
-        warmup = int(self.warmup_steps_ratio * total_steps)
+        or linear decay towards 0 (transformers' schedules of the same names). The warmup: SkyRL's
+        ``num_warmup_steps`` where set, else rLLM's ``warmup_steps_ratio`` of the steps."""
+        warmup = self.num_warmup_steps if self.num_warmup_steps > 0 else int(self.warmup_steps_ratio * total_steps)
         if step < warmup:
             return self.lr * (step + 1) / warmup
         span = max(1, total_steps - warmup)

@@ -27,8 +27,16 @@ _BASE = [{"role": "system", "content": "You are a helpful assistant."}, {"role":
 class ChatFormat:
     """Tokenizes prompts and observations for one tokenizer and one format."""
 
-    def __init__(self, tokenizer: Any, chat_template: bool, conversation: bool = True) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        chat_template: bool,
+        template_kwargs: dict[str, Any] | None = None,
+        conversation: bool = True,
+    ) -> None:
         self.tokenizer = tokenizer
+        # SkyRL's generator.chat_template_kwargs (e.g. gpt-oss's reasoning_effort), given to every rendering
+        self.template_kwargs = dict(template_kwargs or {})
         self.templated = bool(chat_template and getattr(tokenizer, "chat_template", None))
         self.conversation = conversation  # SkyRL's use_conversation_multi_turn: observations as chat messages
         self._cache: dict[str, list[int]] = {}
@@ -41,7 +49,9 @@ class ChatFormat:
             self._base_ids = base
 
     def _template(self, messages: Messages, generation_prompt: bool) -> list[int]:
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=generation_prompt, **self.template_kwargs
+        )
         return self.encode(text)
 
     def encode(self, text: str) -> list[int]:
@@ -54,7 +64,9 @@ class ChatFormat:
         """The first prompt as the text its tokens encode (the template applied, or the contents joined)."""
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
         if self.templated:
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True, **self.template_kwargs
+            )
         return "\n".join(m["content"] for m in messages)
 
     def prompt_texts(self, prompts: list[str | Messages]) -> list[str]:
@@ -62,7 +74,10 @@ class ChatFormat:
         if not self.templated or not prompts:
             return [self.prompt_text(p) for p in prompts]
         batch = [[{"role": "user", "content": p}] if isinstance(p, str) else list(p) for p in prompts]
-        return list(self.tokenizer.apply_chat_template(batch, tokenize=False, add_generation_prompt=True))
+        rendered = self.tokenizer.apply_chat_template(
+            batch, tokenize=False, add_generation_prompt=True, **self.template_kwargs
+        )
+        return list(rendered)
 
     def prompt_ids(self, prompt: str | Messages) -> list[int]:
         """The first prompt's tokens (cached by content)."""
