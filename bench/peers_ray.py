@@ -20,6 +20,7 @@ import os
 import random
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,10 @@ def stop_ray() -> None:
         _started = False
 
 
-def trainable(config: dict[str, Any], surrogate: Surrogate, seed: int) -> None:
+def trainable(config: dict[str, Any], surrogate: Surrogate, seed: int, checkpoint_every: int) -> None:
     """One trial: steps the surrogate from its checkpoint (if any) to the last step, reporting each
-    validation with a checkpoint of (step, quality, schedule)."""
+    validation, every `checkpoint_every`-th with a checkpoint of (step, quality, schedule) (0: none;
+    PBT and PB2 copy the one of their perturbation interval)."""
     import numpy as np
     from ray import tune
 
@@ -75,20 +77,23 @@ def trainable(config: dict[str, Any], surrogate: Surrogate, seed: int) -> None:
         state["t"] += 1
         if state["t"] % surrogate.val_every == 0:
             y = surrogate.observe(state["q"], rng)
+            metrics = {"reward": y, "step": state["t"], "schedule": json.dumps(state["schedule"])}
+            if not checkpoint_every or (state["t"] // surrogate.val_every) % checkpoint_every:
+                tune.report(metrics)
+                continue
             with tempfile.TemporaryDirectory() as d:
                 Path(d, "state.json").write_text(json.dumps(state))
-                metrics = {"reward": y, "step": state["t"], "schedule": json.dumps(state["schedule"])}
                 tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(d))
 
 
-def _fit(sim: Sim, param_space: dict, tune_config: Any, stop: Any = None) -> Outcome:
+def _fit(sim: Sim, param_space: dict, tune_config: Any, stop: Any = None, checkpoint_every: int = 0) -> Outcome:
     from ray import tune
 
     start_ray()
     random.seed(sim.seed)
-    fn = tune.with_resources(tune.with_parameters(trainable, surrogate=sim.s, seed=sim.seed), {"cpu": 0.1})
+    fn = tune.with_resources(tune.with_parameters(trainable, surrogate=sim.s, seed=sim.seed, checkpoint_every=checkpoint_every), {"cpu": 0.1})
     run = tune.RunConfig(
-        name=f"peers-{sim.seed}",
+        name=f"peers-{tune_config.scheduler.__class__.__name__}-{sim.seed}-{time.time_ns()}",
         storage_path=str(Path(tempfile.gettempdir()) / "h47_ray_results"),
         verbose=0,
         stop=stop,
@@ -117,7 +122,7 @@ def pbt(sim: Sim, confirm: bool = False) -> Outcome:
         hyperparam_mutations=space,
     )
     config = tune.TuneConfig(metric="reward", mode="max", scheduler=scheduler, num_samples=_population(sim))
-    return _fit(sim, space, config)
+    return _fit(sim, space, config, checkpoint_every=INTERVAL_STEPS // sim.s.val_every)
 
 
 def pb2(sim: Sim, confirm: bool = False) -> Outcome:
@@ -132,7 +137,7 @@ def pb2(sim: Sim, confirm: bool = False) -> Outcome:
     )
     space = {"log10_lr": tune.uniform(lo, hi), "eps_clip": tune.uniform(*CLIP_RANGE)}
     config = tune.TuneConfig(metric="reward", mode="max", scheduler=scheduler, num_samples=_population(sim))
-    return _fit(sim, space, config)
+    return _fit(sim, space, config, checkpoint_every=INTERVAL_STEPS // sim.s.val_every)
 
 
 class StepBudget:
@@ -184,13 +189,14 @@ def _as_stopper(budget: StepBudget) -> Any:
 
 METHODS = {"ray pbt": pbt, "ray pb2": pb2, "ray asha+optuna-tpe": asha_tpe}
 
-if __name__ == "__main__":  # a smoke run: python bench/peers_ray.py [data]
+if __name__ == "__main__":  # a smoke run: python bench/peers_ray.py [data] [runs]
     import surrogate as sur
 
     s = sur.fit(sur.load(Path(sys.argv[1]) if len(sys.argv) > 1 else sur.DATA))
+    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     try:
         for name, fn in METHODS.items():
-            out = fn(Sim(s, 0, 16 * s.steps))
+            out = fn(Sim(s, 0, runs * s.steps))
             print(name, s.true_reward(out.schedule), out.steps, out.trials, out.schedule)
     finally:
         stop_ray()
