@@ -26,9 +26,10 @@ from search_peers import interval  # noqa: E402
 
 from rllm_sweeps.sweep.pbt_settings import PbtSpec  # noqa: E402
 
-INTERVALS = (2, 4, 5, 6, 8, 12)
-QUANTILES = (0.125, 0.25, 0.5)
-RESAMPLES = (0.0, 0.25, 0.5, 1.0)
+INTERVALS = (2, 4, 5, 8, 12)
+QUANTILES = (0.25, 0.5)
+RESAMPLES = (0.0, 0.25, 0.5)
+BEFORE = (5, 0.25, 0.25)  # the defaults before issue 47
 
 
 def main() -> None:
@@ -41,6 +42,7 @@ def main() -> None:
     s = surrogate.fit(surrogate.load(args.data))
     d = PbtSpec()
     current = (d.interval, d.quantile, d.resample_probability)
+    before = BEFORE
     rows = {}
     for setting in itertools.product(INTERVALS, QUANTILES, RESAMPLES):
         i, q, r = setting
@@ -55,13 +57,15 @@ def main() -> None:
     print("interval quantile resample: true reward [95% interval], copies per search")
     for k in ranked:
         mean, low, high = interval(rows[k][0])
-        mark = "  <- current default" if k == current else ""
+        mark = "  <- current default" if k == current else "  <- default before issue 47" if k == before else ""
         print(f"  {k[0]:2d} {k[1]:.3f} {k[2]:.2f}: {mean:.3f} [{low:.3f}, {high:.3f}], {rows[k][1]:.1f}{mark}")
-    best = ranked[0]
-    if current in rows and best != current:
-        diffs = [a - b for a, b in zip(rows[best][0], rows[current][0], strict=True)]
-        mean, low, high = interval(diffs)
-        print(f"best {best} over the current default {current}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] (paired)")
+    for label, k in (("best", ranked[0]), ("current default", current)):
+        if k in rows and before in rows and k != before:
+            diffs = [a - b for a, b in zip(rows[k][0], rows[before][0], strict=True)]
+            mean, low, high = interval(diffs)
+            print(
+                f"{label} {k} over the default before issue 47 {before}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] (paired)"
+            )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from peers_common import CLIP_KEY, CONFIRM_SEEDS, CONFIRM_TOP, LR_KEY, SPACE_ARGS, Outcome, Sim
+from peers_common import CLIP_KEY, CLIP_RANGE, CONFIRM_SEEDS, CONFIRM_TOP, LR_KEY, LR_RANGE, SPACE_ARGS, Outcome, Sim
 from surrogate import Segment
 
 from rllm_sweeps.sweep import parse_sweep
@@ -25,7 +25,17 @@ from rllm_sweeps.sweep.confirm_rule import confirmed_best, top_points
 from rllm_sweeps.sweep.space import SearchSpace
 from rllm_sweeps.sweep.spec import SweepSpec
 
-GRID = {16: ("3e-4,9.5e-4,3e-3,1e-2", "0.05,0.2,0.35,0.5"), 12: ("3e-4,9.5e-4,3e-3,1e-2", "0.05,0.275,0.5")}
+GRID_SHAPES = {4: (2, 2), 8: (4, 2), 12: (4, 3), 16: (4, 4), 28: (7, 4), 32: (8, 4)}  # runs -> lr x clip values
+
+
+def grid_values(runs: int) -> tuple[str, str]:
+    """The grid a user would write for `runs` jobs: lr log-spaced, eps_clip evenly, over the space."""
+    import numpy as np
+
+    n_lr, n_clip = GRID_SHAPES[runs]
+    lrs = np.geomspace(*LR_RANGE, n_lr)
+    clips = np.linspace(*CLIP_RANGE, n_clip)
+    return ",".join(f"{v:.3g}" for v in lrs), ",".join(f"{v:.3g}" for v in clips)
 
 
 def spec_of(args: list[str]) -> SweepSpec:
@@ -56,7 +66,7 @@ def search_runs(sim: Sim, confirm: bool) -> int:
 
 
 def grid(sim: Sim, confirm: bool) -> Outcome:
-    lrs, clips = GRID[search_runs(sim, confirm)]
+    lrs, clips = grid_values(search_runs(sim, confirm))
     space = SearchSpace(spec_of([f"{LR_KEY}={lrs}", f"{CLIP_KEY}={clips}"]))
     schedules = [schedule_of(p.params) for p in space.grid()]
     scores = [sim.full_run(s, i) for i, s in enumerate(schedules)]
@@ -82,6 +92,7 @@ def tpe_asha(sim: Sim, confirm: bool, options: list[str] | None = None) -> Outco
     assert spec.optuna is not None
     space = SearchSpace(spec)
     distributions = space.distributions()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize", pruner=make_pruner(spec.optuna))
     study.sampler = make_sampler(spec.optuna, spec.seed)  # a fresh study: seeded with sweep.seed
     budget = search_runs(sim, confirm) * sim.s.steps
@@ -167,9 +178,15 @@ def pbt(sim: Sim, confirm: bool, options: list[str] | None = None) -> Outcome:
     return out
 
 
+def tpe_median(sim: Sim, confirm: bool) -> Outcome:
+    """`method: optuna` as it comes (its default pruner: median)."""
+    return tpe_asha(sim, confirm, ["sweep.optuna.pruner=median"])
+
+
 METHODS = {
     "grid": grid,
     "random": random,
     "tpe+asha": tpe_asha,
+    "tpe+median": tpe_median,
     "pbt": pbt,
 }

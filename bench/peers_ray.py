@@ -9,7 +9,7 @@ PBT and PB2 copy it), run by `Tuner.fit` on a local Ray of 2 CPUs.
   at a time, until the step budget is spent (a Stopper stops the run).
 
 The search seed seeds the searcher and Python's `random` (PBT's and PB2's draws); trial noise is
-seeded by the seed and the trial's number, as in the other methods.
+seeded by the seed and the trial's id (its own stream; not the other methods' trial numbers).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import random
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,8 @@ def trainable(config: dict[str, Any], surrogate: Surrogate, seed: int, checkpoin
     if checkpoint is not None:
         with checkpoint.as_directory() as d:
             state = json.loads(Path(d, "state.json").read_text())
-    trial = int(tune.get_context().get_trial_id().split("_")[-1])  # its own number, also after a copy
+    # Its own stream (also after a copy): Ray names trials by ids, not the other methods' numbers.
+    trial = zlib.crc32(tune.get_context().get_trial_id().encode())
     if not state["schedule"] or tuple(state["schedule"][-1][1:]) != x:
         state["schedule"] = [*state["schedule"], [state["t"], *x]]
     while state["t"] < surrogate.steps:
@@ -91,7 +93,9 @@ def _fit(sim: Sim, param_space: dict, tune_config: Any, stop: Any = None, checkp
 
     start_ray()
     random.seed(sim.seed)
-    fn = tune.with_resources(tune.with_parameters(trainable, surrogate=sim.s, seed=sim.seed, checkpoint_every=checkpoint_every), {"cpu": 0.1})
+    fn = tune.with_resources(
+        tune.with_parameters(trainable, surrogate=sim.s, seed=sim.seed, checkpoint_every=checkpoint_every), {"cpu": 0.1}
+    )
     run = tune.RunConfig(
         name=f"peers-{tune_config.scheduler.__class__.__name__}-{sim.seed}-{time.time_ns()}",
         storage_path=str(Path(tempfile.gettempdir()) / "h47_ray_results"),

@@ -84,7 +84,13 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="run only these methods")
     ap.add_argument("--data", type=Path, default=surrogate.DATA)
     ap.add_argument("--out", type=Path, default=Path("/tmp/search_peers.json"))
+    ap.add_argument("--progress", action="store_true", help="a line per search")
+    ap.add_argument("--summarize", type=Path, help="only print the figures of an earlier run's --out file")
     args = ap.parse_args()
+    if args.summarize:
+        saved = json.loads(args.summarize.read_text())
+        summary(saved["rows"], saved["wall_s"])
+        return
 
     runs = surrogate.load(args.data)
     s = surrogate.fit(runs)
@@ -101,34 +107,45 @@ def main() -> None:
     table = methods(args.ray_seeds > 0)
     if args.only:
         table = {k: v for k, v in table.items() if k in args.only}
-    rows: dict[str, list[dict]] = {}
-    for name, (fn, confirm) in table.items():
-        n = args.ray_seeds if name.startswith("ray ") else args.seeds
-        start = time.monotonic()
-        rows[name] = []
-        for seed in range(n):
-            out = fn(Sim(s, seed, budget), confirm)
-            rows[name].append(
-                {
-                    "seed": seed,
-                    "true": s.true_reward(out.schedule),
-                    "claim": out.claim,
-                    "steps": out.steps,
-                    "trials": out.trials,
-                    "schedule": out.schedule,
-                    **out.notes,
-                }
-            )
-        wall = time.monotonic() - start
-        mean, low, high = interval([r["true"] for r in rows[name]])
-        steps = statistics.fmean(r["steps"] for r in rows[name])
-        claim = statistics.fmean(r["claim"] for r in rows[name])
+    rows: dict[str, list[dict]] = {name: [] for name in table}
+    walls = dict.fromkeys(table, 0.0)
+    try:
+        # Seed-major: a run stopped early (Ray Tune is slow) still has every method on its first seeds.
+        for seed in range(max(args.seeds, args.ray_seeds)):
+            for name, (fn, confirm) in table.items():
+                if seed >= (args.ray_seeds if name.startswith("ray ") else args.seeds):
+                    continue
+                start = time.monotonic()
+                try:
+                    out = fn(Sim(s, seed, budget), confirm)
+                except Exception as e:  # a failed search is said, not hidden; the others go on
+                    print(f"  seed {seed} {name}: FAILED: {type(e).__name__}: {e}", flush=True)
+                    continue
+                walls[name] += time.monotonic() - start
+                row = {"seed": seed, "true": s.true_reward(out.schedule), "claim": out.claim, "steps": out.steps}
+                rows[name].append({**row, "trials": out.trials, "schedule": out.schedule, **out.notes})
+                if args.progress:
+                    print(f"  seed {seed} {name}: true {row['true']:.3f} claim {row['claim']:.3f}", flush=True)
+            args.out.write_text(json.dumps({"rows": rows, "wall_s": walls}))
+    finally:
+        if args.ray_seeds > 0:
+            import peers_ray
+
+            peers_ray.stop_ray()
+    summary(rows, walls)
+
+
+def summary(rows: dict[str, list[dict]], walls: dict[str, float]) -> None:
+    for name, v in rows.items():
+        if not v:
+            continue
+        mean, low, high = interval([r["true"] for r in v])
+        steps = statistics.fmean(r["steps"] for r in v)
+        claim = statistics.fmean(r["claim"] for r in v)
         print(
             f"{name:24} true {mean:.3f} [{low:.3f}, {high:.3f}]  steps {steps:5.0f}  claim {claim:.3f}  "
-            f"(n={n}, {wall:.0f} s)",
-            flush=True,
+            f"(n={len(v)}, {walls.get(name, 0.0) / len(v):.2f} s per search)"
         )
-    args.out.write_text(json.dumps(rows))
     report(rows)
 
 
