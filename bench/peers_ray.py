@@ -125,7 +125,9 @@ def pbt(sim: Sim, confirm: bool = False) -> Outcome:
         perturbation_interval=INTERVAL_STEPS // sim.s.val_every,
         hyperparam_mutations=space,
     )
-    config = tune.TuneConfig(metric="reward", mode="max", scheduler=scheduler, num_samples=_population(sim))
+    config = tune.TuneConfig(
+        metric="reward", mode="max", scheduler=scheduler, num_samples=_population(sim), reuse_actors=True
+    )
     return _fit(sim, space, config, checkpoint_every=INTERVAL_STEPS // sim.s.val_every)
 
 
@@ -140,7 +142,9 @@ def pb2(sim: Sim, confirm: bool = False) -> Outcome:
         hyperparam_bounds={"log10_lr": [lo, hi], "eps_clip": list(CLIP_RANGE)},
     )
     space = {"log10_lr": tune.uniform(lo, hi), "eps_clip": tune.uniform(*CLIP_RANGE)}
-    config = tune.TuneConfig(metric="reward", mode="max", scheduler=scheduler, num_samples=_population(sim))
+    config = tune.TuneConfig(
+        metric="reward", mode="max", scheduler=scheduler, num_samples=_population(sim), reuse_actors=True
+    )
     return _fit(sim, space, config, checkpoint_every=INTERVAL_STEPS // sim.s.val_every)
 
 
@@ -173,6 +177,7 @@ def asha_tpe(sim: Sim, confirm: bool = False) -> Outcome:
         search_alg=OptunaSearch(seed=sim.seed),
         num_samples=4 * _population(sim),
         max_concurrent_trials=1,
+        reuse_actors=True,  # one worker process for the trials run one after another
     )
     stopper = StepBudget(sim.budget)
     return _fit(sim, space, config, _as_stopper(stopper))

@@ -85,11 +85,13 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=surrogate.DATA)
     ap.add_argument("--out", type=Path, default=Path("/tmp/search_peers.json"))
     ap.add_argument("--progress", action="store_true", help="a line per search")
-    ap.add_argument("--summarize", type=Path, help="only print the figures of an earlier run's --out file")
+    ap.add_argument("--summarize", type=Path, nargs="+", help="only print the figures of earlier runs' --out files")
     args = ap.parse_args()
-    if args.summarize:
-        saved = json.loads(args.summarize.read_text())
-        summary(saved["rows"], saved["wall_s"])
+    if args.summarize:  # several files: their methods together (e.g. Ray Tune's, run apart)
+        saved = [json.loads(p.read_text()) for p in args.summarize]
+        summary(
+            {k: v for f in saved for k, v in f["rows"].items()}, {k: v for f in saved for k, v in f["wall_s"].items()}
+        )
         return
 
     runs = surrogate.load(args.data)
