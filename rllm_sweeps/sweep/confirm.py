@@ -26,6 +26,7 @@ from rllm_sweeps.records.plan import PlannedJob, Totals
 from rllm_sweeps.records.resources import total_hours
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import Schedule, read_schedule, write_schedule
+from rllm_sweeps.sweep.confirm_rule import top_points
 from rllm_sweeps.sweep.param import Choice, Param
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.runner import StaticSource, SweepRunner
@@ -59,10 +60,9 @@ def plan_stage(spec: SweepSpec, base_overrides: list[str], sweep_dir: Path) -> S
     report = build_report(sweep_dir)
     metric = spec.metric[0]
     scored = [p for p in report.points if p.metrics.get(metric.name) is not None]
-    sign = -1.0 if metric.goal == "maximize" else 1.0
-    top = sorted(scored, key=lambda p: sign * p.metrics[metric.name].mean)[
-        : spec.confirm.top
-    ]  # stable: ties keep order
+    by_index = {p.point_index: p for p in scored}
+    means = {i: p.metrics[metric.name].mean for i, p in by_index.items()}
+    top = [by_index[i] for i in top_points(means, spec.confirm.top, maximize=metric.goal == "maximize")]
     if not top:
         return None
     fresh = spec.confirm.fresh_seeds({j.seed for j in report.jobs if j.seed is not None})

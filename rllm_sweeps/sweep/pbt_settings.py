@@ -41,10 +41,12 @@ from rllm_sweeps.sweep.param import Param
 @dataclass(frozen=True)
 class PbtSpec:
     population: int = 4
-    interval: int = 5
+    # Defaults chosen on bench/pbt_defaults.py's surrogate of the CPU task (issue 47; docs/BENCHMARKS.md):
+    # deciding at every other step and perturbing only (no resampling) selected best there.
+    interval: int = 2
     quantile: float = 0.25
     factors: tuple[float, ...] = (0.8, 1.2)
-    resample_probability: float = 0.25
+    resample_probability: float = 0.0
     mutate: tuple[str, ...] | None = None  # None: every swept key
 
     def to_dict(self) -> dict[str, Any]:
