@@ -377,7 +377,8 @@ def test_jax_section_holds_every_jax_backend_setting_with_skyrl_defaults_unless_
     assert set(ours) == set(theirs)
     differing = {k for k in ours if ours[k] != theirs[k]}
     # Each deliberate difference is commented in conf/backend/skyrl.yaml.
-    assert differing == {"max_lora_adapters", "max_lora_rank"}
+    assert differing == {"max_lora_adapters", "max_lora_rank", "train_micro_batch_size", "sample_max_num_sequences"}
+    assert ours["train_micro_batch_size"] == ours["sample_max_num_sequences"] == "auto"
 
 
 def test_keys_listing_shows_every_mapped_pair():

@@ -26,12 +26,15 @@ pytestmark = pytest.mark.slow  # builds SkyRL's GPU trainer config through SkyRL
 # - the critic's model path, which SkyRL's Tinker-mode builder sets to the policy's (the loop
 #   trains no critic: validation refuses trainer.critic.*); what else that builder sets regardless
 #   (engine_settings.BUILDER_FORCED) equals the tree, since validation refuses any other value there;
-# - SkyRL's working paths, which the job places in its own directory (JOB_OWNED_PATHS).
+# - SkyRL's working paths, which the job places in its own directory (JOB_OWNED_PATHS);
+# - generator.max_input_length left null, which SkyRLTrainConfig.__post_init__ fills with
+#   trainer.max_prompt_length (asserted below).
 # The policy's (the key map's twin of model.path) and the reference's (a derived default that follows it)
 MODEL_PATHS = {m.native.removeprefix("skyrl.train.") for m in KEY_MAPPINGS if m.common == "model.path"} | {
     "trainer.ref.model.path"
 }
-EXPECTED_DIFFERENCES = MODEL_PATHS | {"trainer.critic.model.path"} | set(JOB_OWNED_PATHS)
+DERIVED_BY_SKYRL = {"generator.max_input_length": "trainer.max_prompt_length"}
+EXPECTED_DIFFERENCES = MODEL_PATHS | {"trainer.critic.model.path"} | set(JOB_OWNED_PATHS) | set(DERIVED_BY_SKYRL)
 
 
 @pytest.mark.parametrize("engine", ["fsdp", "megatron"])
@@ -65,6 +68,8 @@ def test_gpu_engine_builds_skyrl_train_backend_whose_config_is_the_composed_tree
     assert differing <= EXPECTED_DIFFERENCES, {k: (want[k], got[k]) for k in differing - EXPECTED_DIFFERENCES}
     for path in MODEL_PATHS:
         assert got[path] == str(model_dir)
+    for path, source in DERIVED_BY_SKYRL.items():
+        assert got[path] == (want[source] if want[path] is None else want[path]), path
     for path, where in job_owned_paths(tmp_path).items():
         assert got[path] == where
     for path, (forced, _why) in BUILDER_FORCED.items():

@@ -86,6 +86,8 @@ def test_dry_run_prints_the_plan_with_the_parallel_the_run_would_use_and_launche
 
 
 def test_failing_jobs_are_recorded_out_of_memory_as_such_with_its_fix_the_others_complete_exit_nonzero(tmp_path):
+    from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.failures import out_of_memory_fix
     from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind
 
     rewards = "rllm_sweeps.tasks.toy:letters_reward,tests.probes.failing_reward:broken_reward"
@@ -102,7 +104,12 @@ def test_failing_jobs_are_recorded_out_of_memory_as_such_with_its_fix_the_others
     assert "bug in the user's reward function" in failed["user"].error
     # XLA's RESOURCE_EXHAUSTED (here an allocation past the host's memory; on a GPU, its memory share)
     oom = failed[FailureKind.OUT_OF_MEMORY]
-    assert "RESOURCE_EXHAUSTED" in oom.error and oom.error.splitlines()[-1].endswith(OUT_OF_MEMORY_FIX)
+    # The job's own fix (failures.out_of_memory_fix: what its config can still change) ends its error;
+    # the sweep's summary gives the general one.
+    job_fix = out_of_memory_fix(load_config(oom.overrides, notify=lambda _: None), oom.memory_fit)
+    assert "RESOURCE_EXHAUSTED" in oom.error
+    assert oom.error.splitlines()[-1] == f"out of accelerator memory: {job_fix}"
+    assert "lower skyrl.jax.train_micro_batch_size" in job_fix
     assert f"note: 1 of the failed jobs ran out of accelerator memory: {OUT_OF_MEMORY_FIX}" in proc.stdout
     assert FailureKind.OUT_OF_MEMORY in (tmp_path / "report" / "jobs.csv").read_text()
 
@@ -188,9 +195,9 @@ def test_ctrl_c_on_the_sweeper_stops_the_jobs_prints_the_table_so_far_and_exits_
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        # As in a terminal: the suite may run as a background job (`cmd &` in a script), whose
-        # children inherit SIGINT ignored, and Python then installs no KeyboardInterrupt for it.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        # Started as a background job (`cmd &`, nohup) is: SIGINT ignored, which Python keeps; the
+        # sweeper still takes `kill -INT` as Ctrl-C.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     deadline = time.monotonic() + 300
     while len([d for d in tmp_path.glob("jobs/*") if read_attempts(d)]) < 2:  # both jobs' processes started

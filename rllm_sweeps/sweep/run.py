@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -63,6 +64,9 @@ def run_sweep(
             f"error: hydra.sweeper.parallel={settings.parallel} is invalid: expected an integer >= 1", file=sys.stderr
         )
         raise SystemExit(2)
+    # Ctrl-C (SIGINT) cancels the sweep even where the shell started it ignoring SIGINT (`cmd &`,
+    # nohup): `kill -INT <pid>` must then stop its jobs too.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     params = dict(settings.params or {})  # Hydra's sweeper.params: key -> expression
     # Every composition of the sweep and its jobs' command lines: the app's own search path.
     configs = ConfigSource.from_hydra(hydra_cfg)
