@@ -53,7 +53,7 @@ SCRIPT_ENV = {
     "RUN_ID": "run",
     "SYNC_DIR": "/home/user/delta-sync",
     "EXTERNAL_PROXY_URL": "http://127.0.0.1:8001",
-    "EXTERNAL_SERVER_URLS": "http://127.0.0.1:8002",
+    "EXTERNAL_SERVER_URLS": "['http://127.0.0.1:8002']",  # "the server urls": a list
 }
 NOT_RUN = {  # scripts not executed by --extract (they start or stop processes and containers)
     "examples/train/thunder_agent/": "a cluster driver (sbatch, docker, rollout servers), not one SkyRL command line",
@@ -219,18 +219,25 @@ def compose(overrides: list[str]) -> dict:
         load_config(overrides, notify=lambda _: None)
         return {"ok": True}
     except ConfigError as err:
-        issues = [{"key": i.key, "message": i.message.splitlines()[0]} for i in err.issues]
+        issues = [{"key": i.key, "message": " ".join(i.message.split())} for i in err.issues]
         return {"ok": False, "issues": issues}
     except Exception as err:  # noqa: BLE001 - a traceback is what is counted
         return {"ok": False, "traceback": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
 
 
 def default_refusals(result: dict, lines: list[str]) -> list[str]:
-    values = dict(line.split("=", 1) for line in lines)
+    """The refused settings whose value in the script equals SkyRL's default, by any of the key's names
+    (the issue's key, its SkyRL-native twins in the key map, the `set through` key of the message)."""
+    from rllm_sweeps.keymap import KEY_MAPPINGS
+
+    values = dict(line.split("=", 1) for line in lines if "=" in line)
     found = []
     for issue in result.get("issues", []):
         key = issue["key"] or ""
-        for k in (key, key.removeprefix("skyrl.train.")):
+        names = {key, *(m.native for m in KEY_MAPPINGS if m.common == key)}
+        names |= set(re.findall(r"set through (\S+?)=", issue["message"]))
+        for name in sorted(names):
+            k = name.lstrip("+").removeprefix("skyrl.train.")
             if k in values and equals_default(k, values[k]):
                 found.append(f"{k}={values[k]}")
                 break
