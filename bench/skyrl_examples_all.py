@@ -203,7 +203,7 @@ def equals_default(key: str, value: str) -> bool:
     except (KeyError, Exception):
         return False
     try:
-        parsed = OmegaConf.create({"v": value})["v"] if value not in ("null", "None") else None
+        parsed = OmegaConf.to_container(OmegaConf.from_cli([f"v={value}"]))["v"]  # as SkyRL's command line reads it
     except Exception:
         parsed = value
     if isinstance(default, (dict, list)) or hasattr(default, "__dataclass_fields__"):
