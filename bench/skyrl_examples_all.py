@@ -143,6 +143,8 @@ def jax_overrides(lines: list[str], train: Path, val: Path, db_dir: Path) -> lis
         elif key in LENGTH_CAPS and value.isdigit() and int(value) > LENGTH_CAPS[key]:
             line = f"{key}={LENGTH_CAPS[key]}"
         out.append(line)
+    if not any(line.startswith(("trainer.epochs=", "trainer.max_training_steps=")) for line in lines):
+        out.append("trainer.epochs=1")  # 2 steps (SkyRL's default is 20 epochs; this project's 30 steps)
     return ["skyrl.engine=jax", *out]
 
 
