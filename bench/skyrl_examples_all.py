@@ -143,6 +143,8 @@ def jax_overrides(lines: list[str], train: Path, val: Path, db_dir: Path) -> lis
         elif key in LENGTH_CAPS and value.isdigit() and int(value) > LENGTH_CAPS[key]:
             line = f"{key}={LENGTH_CAPS[key]}"
         out.append(line)
+    if not any(line.startswith(("trainer.epochs=", "trainer.max_training_steps=")) for line in lines):
+        out.append("trainer.epochs=1")  # 2 steps (SkyRL's default is 20 epochs; this project's 30 steps)
     return ["skyrl.engine=jax", *out]
 
 
@@ -164,16 +166,38 @@ def gpu_overrides(lines: list[str], train: Path, val: Path, db_dir: Path) -> lis
     return [f"skyrl.engine={strategy_of(lines)}", *out]
 
 
+ENVS = ROOT / "tests" / "data" / "envs"  # a row in each skyrl-gym environment's own format (test_skyrl_gym_envs)
+
+
 def write_data(tmp: Path, env_class: str | None) -> tuple[Path, Path]:
+    """8 training and 4 validation rows in SkyRL's format: GSM8K's rows (DigitsEnv) for the math environments,
+    the environment's own row (tests/data/envs/ENV.jsonl) repeated for the others, and for text2sql the
+    database those rows name, built in Spider's layout under tmp/db_files (the script's db_path, replaced)."""
+    import json
+    import sqlite3
+
     from data_files import QUESTIONS, skyrl_rows, write_parquet
 
-    row_env = DIGITS_ENV if env_class in MATH_ENVS or env_class is None else env_class
+    own = ENVS / f"{env_class}.jsonl"
+    if env_class in MATH_ENVS or env_class is None or not own.exists():
+        row_env = DIGITS_ENV if env_class in MATH_ENVS or env_class is None else env_class
+        train_rows, val_rows = skyrl_rows(QUESTIONS, env_class=row_env), skyrl_rows(QUESTIONS[:4], env_class=row_env)
+    else:
+        row_env = env_class
+        row = json.loads(own.read_text().splitlines()[0])
+        train_rows, val_rows = [row] * 8, [row] * 4
+    if env_class == "text2sql":
+        db = tmp / "db_files" / "spider" / "database" / "shop" / "shop.sqlite"
+        if not db.exists():
+            db.parent.mkdir(parents=True, exist_ok=True)
+            with sqlite3.connect(db) as conn:
+                conn.executescript((ENVS / "shop.sql").read_text())
     key = re.sub(r"\W", "_", row_env)
     train = tmp / f"{key}-train.parquet"
     val = tmp / f"{key}-validation.parquet"
     if not train.exists():
-        write_parquet(train, skyrl_rows(QUESTIONS, env_class=row_env))
-        write_parquet(val, skyrl_rows(QUESTIONS[:4], env_class=row_env))
+        write_parquet(train, train_rows)
+        write_parquet(val, val_rows)
     return train, val
 
 
