@@ -3,7 +3,7 @@ as a user of this project would run it (issue 51's first acceptance line).
 
 The scripts and their overrides are tests/data/skyrl_examples_0.4/ (INDEX.txt: the commit, every
 script listed and every one left out with its reason; one NAME.txt per script, one override a line,
-as the script passes it). `--extract MIRROR` writes them again from a SkyRL checkout (git directory):
+as the script passes it). bench/skyrl_examples_extract.py writes them from a SkyRL git directory:
 each script is run by bash with `uv`/`python` on PATH replaced by a stub that writes the arguments it is
 given after `-m MODULE`, so the overrides are exactly what the script's shell expansion passes.
 
@@ -43,21 +43,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "skyrl_examples_0.4"
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-# SkyRL's main entry point, and DAPO's example entry point (main_base with DAPO's overlong-buffer
-# reward shaping read from trainer.algorithm.overlong_buffer_*: the keys this project maps).
-ENTRY_POINTS = ("skyrl.train.entrypoints.main_base", "examples.train.algorithms.dapo.main_dapo")
-# Environment variables a script requires (`${VAR:?...}`), set as a user would.
-SCRIPT_ENV = {
-    "HOME": "/home/user",
-    "RUN_ID": "run",
-    "SYNC_DIR": "/home/user/delta-sync",
-    "EXTERNAL_PROXY_URL": "http://127.0.0.1:8001",
-    "EXTERNAL_SERVER_URLS": "['http://127.0.0.1:8002']",  # "the server urls": a list
-}
-NOT_RUN = {  # scripts not executed by --extract (they start or stop processes and containers)
-    "examples/train/thunder_agent/": "a cluster driver (sbatch, docker, rollout servers), not one SkyRL command line",
-}
 
 DIGITS_ENV = "tests.probes.data_env:DigitsEnv"
 # Environments whose data are GSM8K-style math rows (prompt + reward_spec.ground_truth): their rows name
@@ -361,100 +346,6 @@ def report(rows: list[dict], trained_pass: bool) -> None:
         )
 
 
-# --- --extract: the data files from a SkyRL checkout
-STUB = """#!/bin/bash
-while [ $# -gt 0 ]; do
-  if [ "$1" = "-m" ]; then shift; echo "@@MODULE $1" >> "$ARGS_OUT"; shift
-    for a in "$@"; do printf '%s\\n' "$a" >> "$ARGS_OUT"; done; echo "@@END" >> "$ARGS_OUT"; exit 0; fi
-  case "$1" in *.py) echo "@@SCRIPT $1" >> "$ARGS_OUT"; exit 0;; esac
-  shift
-done
-echo "@@OTHER" >> "$ARGS_OUT"
-"""
-
-
-def extract(mirror: str, commit: str) -> int:
-    git = ["git", "-C", mirror]
-    sha = subprocess.run([*git, "rev-parse", commit], capture_output=True, text=True, check=True).stdout.strip()
-    paths = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha, "--", "examples"], capture_output=True, text=True, check=True
-    ).stdout.split()
-    scripts = sorted(p for p in paths if p.endswith(".sh"))
-    listed, left_out = [], []
-    with tempfile.TemporaryDirectory() as tmp_s:
-        tmp = Path(tmp_s)
-        shims = tmp / "shims"
-        shims.mkdir()
-        for tool in ("uv", "python", "python3"):
-            (shims / tool).write_text(STUB)
-        for tool in ("ray", "nvidia-smi", "wandb", "hf", "huggingface-cli", "sleep", "pip", "git", "docker", "curl"):
-            (shims / tool).write_text("#!/bin/bash\nexit 0\n")
-        for f in shims.iterdir():
-            f.chmod(0o755)
-        tree = tmp / "tree"
-        for path in scripts:
-            (tree / path).parent.mkdir(parents=True, exist_ok=True)
-            blob = subprocess.run([*git, "show", f"{sha}:{path}"], capture_output=True, check=True).stdout
-            (tree / path).write_bytes(blob)
-        for path in scripts:
-            skip = next((why for prefix, why in NOT_RUN.items() if path.startswith(prefix)), None)
-            if skip:
-                left_out.append((path, skip))
-                continue
-            out = tmp / "args"
-            out.unlink(missing_ok=True)
-            env = {**SCRIPT_ENV, "PATH": f"{shims}:/usr/bin:/bin", "ARGS_OUT": str(out)}
-            subprocess.run(["bash", path], cwd=tree, env=env, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-            text = out.read_text().splitlines() if out.exists() else []
-            calls = [t.split(" ", 1)[1] for t in text if t.startswith(("@@MODULE", "@@SCRIPT"))]
-            main = next(
-                (i for i, t in enumerate(text) if t.startswith("@@MODULE") and t.split(" ", 1)[1] in ENTRY_POINTS), None
-            )
-            if main is None:
-                last = calls[-1] if calls else None  # a data step may come first
-                why = f"launches {last}, not SkyRL's main entry point: {why_not(last)}" if last else "runs no Python"
-                left_out.append((path, why))
-                continue
-            module = text[main].split(" ", 1)[1]
-            args = text[main + 1 : text.index("@@END", main)]
-            if not args:
-                left_out.append((path, "no overrides"))
-                continue
-            name = path.removeprefix("examples/").removesuffix(".sh").replace("/", "__")
-            header = [
-                f"# {path} of NovaSky-AI/SkyRL ({sha[:8]}), as the script passes it to {module}: one override a line",
-                "# (generated by bench/skyrl_examples_all.py --extract: the script run by bash with uv printing its "
-                f"arguments; {' '.join(f'{k}={v}' for k, v in SCRIPT_ENV.items())})",
-            ]
-            (DATA / f"{name}.txt").write_text("\n".join(header + args) + "\n")
-            listed.append(name)
-    index = [
-        f"# NovaSky-AI/SkyRL {sha}: every examples/**/*.sh; first the {len(listed)} that launch SkyRL's main entry",
-        f"# point ({', '.join(ENTRY_POINTS)}) with overrides (one NAME.txt each), then the {len(left_out)} left out",
-        "# with the reason (lines starting '- ').",
-        *listed,
-        *(f"- {p}: {why}" for p, why in left_out),
-    ]
-    (DATA / "INDEX.txt").write_text("\n".join(index) + "\n")
-    print(f"{len(listed)} listed, {len(left_out)} left out: {DATA / 'INDEX.txt'}")
-    return 0
-
-
-def why_not(module: str) -> str:
-    if module.endswith(("main_sft", "main_sft_with_callbacks")):
-        return "supervised fine-tuning, not RL"
-    if module.endswith("main_generate") or module.endswith("main_harbor_generate"):
-        return "generation only, no training"
-    if module.endswith(("serve", "tinker.api")) or "retrieval" in module or "server" in module:
-        return "a server"
-    if "data_preprocess" in module or module.endswith("prepare_tasks"):
-        return "data preparation"
-    return (
-        "the example's own entry point, which registers its own Python code"
-        " (trainer, generator, loss or environment) before SkyRL's main"
-    )
-
-
 # The scripts most users run first are trained first (a pass cut short has these).
 FIRST = (
     "gsm8k__run_gsm8k",
@@ -479,11 +370,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=1, help="training jobs at once")
     ap.add_argument("--timeout", type=float, default=900, help="seconds a training job may take")
     ap.add_argument("--json", type=Path, help="write the rows here")
-    ap.add_argument("--extract", metavar="MIRROR", help="write the data files from this SkyRL git directory")
-    ap.add_argument("--commit", default="a9564572eb8e91076be43c1bd5e4615e3de17265")
     args = ap.parse_args()
-    if args.extract:
-        return extract(args.extract, args.commit)
     names = script_names()
     if args.only:
         names = [n for n in names if any(p in n for p in args.only)]
