@@ -92,6 +92,7 @@ def test_skyrls_free_form_dictionaries_are_read_from_its_config_types():
         "generator.inference_engine.engine_init_kwargs.max_model_len=4096",
         "+generator.inference_engine.engine_init_kwargs.max_model_len=4096",
         "generator.inference_engine.engine_init_kwargs={max_model_len:4096}",
+        'generator.inference_engine.engine_init_kwargs={"max_model_len": 4096}',  # SkyRL's scripts: YAML/JSON
     ],
 )
 def test_any_key_of_a_free_form_dictionary_reaches_skyrl_unchanged_with_or_without_plus(override):
@@ -178,6 +179,17 @@ def test_delta_weight_sync_is_set_by_its_sync_dir_under_either_name(tmp_path):
     delta = [f"generator.delta_weight_sync.sync_dir={tmp_path}", "generator.inference_engine.weight_sync_backend=delta"]
     found = problems([*FSDP, *delta])
     assert "not yet supported for LoRA" in found["skyrl.train"]
+
+
+def test_delta_weight_syncs_settings_are_read_together_and_an_empty_value_is_null_as_skyrl_reads_it(tmp_path):
+    # SkyRL's examples/train/delta_weight_sync scripts: each setting alone lacks the required sync_dir
+    prefix = "generator.inference_engine.delta_weight_sync."
+    typed = [f"{prefix}sync_dir={tmp_path}", f"{prefix}local_checkpoint_dir={tmp_path}/ckpt"]
+    typed += [f"{prefix}publish_staging_dir=", f"{prefix}max_file_size_in_gb=1", f"{prefix}publish_num_workers=8"]
+    delta = skyrl_config(load_config(typed, notify=quiet)).generator.inference_engine.delta_weight_sync
+    assert (delta.sync_dir, delta.local_checkpoint_dir) == (str(tmp_path), f"{tmp_path}/ckpt")
+    assert (delta.max_file_size_in_gb, delta.publish_num_workers) == (1, 8)
+    assert delta.publish_staging_dir  # `key=` is null to SkyRL's command line: SkyRL's own staging path
 
 
 def test_megatrons_merge_lora_is_refused_only_with_lora_on():

@@ -252,6 +252,11 @@ class SkyRLReading:
 def skyrl_reading(path: str, value: Any) -> SkyRLReading:
     """Ask SkyRL's ``SkyRLTrainConfig.from_cli_overrides`` what ``path=value`` means (path relative
     to skyrl.train): SkyRL decides what it accepts, remaps, drops or refuses, not a copy of its rules."""
+    return skyrl_reading_of({path: value})
+
+
+def skyrl_reading_of(values: dict[str, Any]) -> SkyRLReading:
+    """skyrl_reading for several settings read together ({path: value}, paths relative to skyrl.train)."""
     import warnings
 
     with quiet_skyrl(), warnings.catch_warnings():
@@ -259,7 +264,7 @@ def skyrl_reading(path: str, value: Any) -> SkyRLReading:
         from skyrl.train.config import SkyRLTrainConfig, get_config_as_yaml_str
 
         try:
-            cfg = SkyRLTrainConfig.from_cli_overrides({path: value})
+            cfg = SkyRLTrainConfig.from_cli_overrides(dict(values))
         except ValueError as err:
             text = str(err).strip()
             if text.startswith("Invalid fields"):

@@ -89,19 +89,21 @@ def canonical_overrides(overrides: Iterable[str], notify: Callable[[str], None] 
     note to `notify`; what SkyRL refuses or does not know stays, for validation to report.
     """
     out: list[str] = []
-    for override in overrides:
-        line = canonical_override(override)
+    overrides = list(overrides)
+    lines = [canonical_override(o) for o in overrides]
+    for override, line in zip(overrides, lines, strict=True):
         key = line.partition("=")[0]
         if "=" in line and key.startswith("++" + SKYRL_TRAIN_PREFIX) and not _exists(key[2:]):
-            replaced = _as_skyrl_reads_it(line[2:], override, notify)  # a new key of a free-form dictionary
+            replaced = _as_skyrl_reads_it(line[2:], override, notify, lines)  # a new key of a free-form dictionary
         elif "=" in line and key.startswith(SKYRL_TRAIN_PREFIX) and not _exists(key):
-            replaced = _as_skyrl_reads_it(line, override, notify)
+            replaced = _as_skyrl_reads_it(line, override, notify, lines)
         elif "=" in line and is_unknown_in_shared_section(key):
             # trainer.X / data.X that neither tree has: SkyRL's if SkyRL's override handling knows it
-            replaced = _as_skyrl_reads_it(SKYRL_TRAIN_PREFIX + line, override, notify)
+            replaced = _as_skyrl_reads_it(SKYRL_TRAIN_PREFIX + line, override, notify, lines)
         else:
             replaced = None
-        out += [line] if replaced is None else replaced
+        # several settings of one optional section (delta_weight_sync's) read together: one line for them all
+        out += [r for r in ([line] if replaced is None else replaced) if r not in out or r == line]
     return out
 
 
@@ -128,11 +130,16 @@ def moved_paths(rel: str) -> list[str]:
     return [f"generator.inference_engine.{v}{dot}{below}" for v in sorted(variants)]
 
 
-def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | None) -> list[str] | None:
-    """SkyRL's reading of one unknown native override: replacement overrides, or None (keep it)."""
+def _as_skyrl_reads_it(
+    line: str, typed: str, notify: Callable[[str], None] | None, others: list[str] = ()
+) -> list[str] | None:
+    """SkyRL's reading of one unknown native override: replacement overrides, or None (keep it).
+    Where its section is one SkyRL leaves null by default (an optional dataclass with a required field:
+    delta_weight_sync and its sync_dir), it is read with the command line's other settings of that section
+    (`others`, canonical overrides), as SkyRL reads the whole command line: one line for the section."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from rllm_sweeps.config.native import skyrl_reading
+    from rllm_sweeps.config.native import skyrl_reading, skyrl_reading_of
     from rllm_sweeps.config.override_values import format_value
 
     try:
@@ -149,7 +156,8 @@ def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | No
             _say(notify, f"note: SkyRL 0.4 moved {typed_key} to {path}; using {SKYRL_TRAIN_PREFIX}{path}")
             return [f"{SKYRL_TRAIN_PREFIX}{path}={line.partition('=')[2]}"]
     for path in [rel, *moved_paths(rel)]:
-        reading = skyrl_reading(path, value)
+        siblings = _section_siblings(path, others)
+        reading = skyrl_reading_of({**siblings, path: value}) if siblings else skyrl_reading(path, value)
         if reading.kind != "accepted":
             continue
         if not reading.changed:
@@ -162,6 +170,29 @@ def _as_skyrl_reads_it(line: str, typed: str, notify: Callable[[str], None] | No
             _say(notify, f"note: SkyRL 0.4 reads {typed_key} as {', '.join(lines)}")
         return lines
     return None
+
+
+def _section_siblings(path: str, others: list[str]) -> dict[str, Any]:
+    """The other settings of `path`'s section on the command line (relative to skyrl.train, as values),
+    where that section is null in SkyRL's defaults (an optional dataclass)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.plain_tree import plain_get_or_none
+
+    section = path.rpartition(".")[0]
+    if not section or plain_get_or_none(skyrl_train_defaults(), section) is not None:
+        return {}
+    found: dict[str, Any] = {}
+    for other in others:
+        key = other.partition("=")[0].lstrip("+")
+        rel = key.removeprefix(SKYRL_TRAIN_PREFIX)
+        if key.startswith(SKYRL_TRAIN_PREFIX) and rel.startswith(section + ".") and rel != path:
+            try:
+                found[rel] = OverridesParser.create().parse_override(other.lstrip("+")).value()
+            except Exception:
+                continue
+    return found
 
 
 def _whole_sections(changed: dict[str, Any]) -> dict[str, Any]:
@@ -214,9 +245,38 @@ def canonical_override(override: str) -> str:
         prefix = ""  # rLLM adds keys its own tree lacks; this tree has the setting: set it
     if "~" not in prefix and _in_free_form(canonical):
         prefix = "++"  # a dictionary SkyRL takes whole: add or set any key (config/free_form.py)
-    if canonical == key and prefix == written.prefix:
+    value = written.value
+    if canonical.startswith(SKYRL_TRAIN_PREFIX) and "~" not in prefix:
+        value = _as_skyrl_parses_it(value)
+    if canonical == key and prefix == written.prefix and value == written.value:
         return override
-    return f"{prefix}{canonical}={written.value}"
+    return f"{prefix}{canonical}={value}"
+
+
+def _as_skyrl_parses_it(value: str) -> str:
+    """A SkyRL-native value as SkyRL's command line reads it (OmegaConf.from_cli: YAML) where Hydra's
+    grammar reads it otherwise or not at all: `key=` is null to SkyRL (Hydra: ''), and a YAML/JSON
+    dictionary or list (`{"gdn_prefill_backend": "triton"}`) is no Hydra value; both are written in
+    Hydra's syntax for the value SkyRL reads. Anything else is left as typed."""
+    if value and value.lstrip()[:1] not in ("{", "["):
+        return value
+    from omegaconf import OmegaConf
+
+    from rllm_sweeps.config.override_values import format_value
+
+    if value:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        try:
+            OverridesParser.create().parse_override(f"k={value}")
+            return value  # Hydra's own syntax
+        except Exception:
+            pass
+    try:
+        read = OmegaConf.to_container(OmegaConf.from_cli([f"k={value}"]))["k"]
+        return format_value(read)
+    except Exception:
+        return value  # neither reads it: Hydra reports the syntax
 
 
 def _is_leaf(key: str) -> bool:
