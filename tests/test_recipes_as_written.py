@@ -171,6 +171,31 @@ def test_a_dataset_by_path_gets_skyrls_lengths_where_it_leaves_the_toy_tasks():
     assert load_config([], notify=quiet).data.max_prompt_length == 32  # the toy task keeps its own
 
 
+def test_a_skyrl_recipe_gets_skyrls_group_size_and_epochs_where_it_names_neither():
+    notes: list[str] = []
+    cfg = load_config(BY_PATH, notify=notes.append)  # data by SkyRL's name: a SkyRL script's command line
+    assert cfg.rollout.n == cfg.skyrl.train.generator.n_samples_per_prompt == 5  # SkyRL's, not rLLM's 8
+    assert (cfg.trainer.total_epochs, cfg.trainer.total_batches) == (1, None)  # SkyRL's 1 epoch, no 30-step cap
+    assert sum("SkyRL's default, for a SkyRL recipe" in n for n in notes) == 2
+    named = load_config([*BY_PATH, "generator.n_samples_per_prompt=4", "trainer.max_training_steps=3"], notify=quiet)
+    assert (named.rollout.n, named.trainer.total_batches) == (4, 3)
+    assert load_config([*BY_PATH, "rollout.n=6"], notify=quiet).rollout.n == 6  # either name counts
+    # rLLM's name for the data: rLLM's group size (8) and the embedded steps stay
+    rllm = load_config([f"data.train_files=['{DATA}']", f"data.val_files=['{DATA}']"], notify=quiet)
+    assert (rllm.rollout.n, rllm.trainer.total_batches) == (8, 30)
+
+
+def test_a_null_run_name_or_switch_is_read_as_skyrls_code_reads_it():
+    # SkyRL's turn_level_rewards script passes `trainer.run_name="$ENV_CLASS_test"` (an unset variable),
+    # a Megatron one `trainer.remove_microbatch_padding=$UNSET`: SkyRL's command line reads both as null.
+    notes: list[str] = []
+    cfg = load_config(["trainer.run_name=", "trainer.remove_microbatch_padding="], notify=notes.append)
+    assert cfg.trainer.experiment_name == load_config([], notify=quiet).trainer.experiment_name  # no name given
+    assert cfg.skyrl.train.trainer.remove_microbatch_padding is False  # SkyRL tests it with `if`
+    assert any("null name" in n for n in notes) and any("null switch" in n for n in notes)
+    assert "expected a number > 0" in problems(["trainer.policy.optimizer_config.lr="])["trainer.lr"]  # others: judged
+
+
 def test_delta_weight_sync_is_set_by_its_sync_dir_under_either_name(tmp_path):
     for key in ("generator.delta_weight_sync.sync_dir", "generator.inference_engine.delta_weight_sync.sync_dir"):
         cfg = load_config([f"{key}={tmp_path}", "generator.inference_engine.weight_sync_backend=delta"], notify=quiet)

@@ -9,6 +9,11 @@ toy task's. The rule: a job whose data come by path (``data.train_files``, or Sk
 that leaves a length at that embedded value, by every name, gets SkyRL's default for it (512 and 1024, read
 from SkyRL's config), saying so; a value from a task or workflow group, or the user's, stays.
 
+A SkyRL recipe: a job that gives its training data under SkyRL's own name (``data.train_data``, as every
+SkyRL script does) is written for SkyRL, and gets SkyRL's default for the group size and the length of
+training where it names neither by any name: ``rollout.n`` = SkyRL's ``n_samples_per_prompt`` (5, not rLLM's
+8), and its epochs (SkyRL's 1) with no step limit (not the toy task's 30 steps), saying so.
+
 The KL loss: SkyRL's AlgorithmConfig turns it on (``use_kl_loss=true``, ``kl_loss_coef=0.001``); rLLM's
 ``kl_beta`` is ``0.0`` (no KL). The rule: **off unless turned on** (rLLM's default, which is also what
 SkyRL's own Tinker-mode builder does); once turned on, by either name, a coefficient left out is
@@ -36,6 +41,9 @@ def _both_names(common: str) -> tuple[str, ...]:
 
 
 EPOCHS = _both_names("trainer.total_epochs")
+GROUP = _both_names("rollout.n")
+# SkyRL's own name for the training data: the mark of a SkyRL recipe (its scripts all set it).
+SKYRL_DATA = tuple(k for k in _both_names("data.train_files") if k.startswith(SKYRL_TRAIN_PREFIX))
 STEPS = _both_names("trainer.total_batches")
 USE_KL = ("algorithm.use_kl_loss", ALGORITHM + "use_kl_loss")
 COEF = ("algorithm.kl_beta", ALGORITHM + "kl_loss_coef")
@@ -57,8 +65,28 @@ def _named(explicit: set[str], keys: Iterable[str]) -> bool:
 
 
 def epochs_decide(explicit: Iterable[str]) -> bool:
+    """The epochs, not a step count, end training: named without steps, or a SkyRL recipe naming neither."""
     explicit = set(explicit)
-    return _named(explicit, EPOCHS) and not _named(explicit, STEPS)
+    if _named(explicit, STEPS):
+        return False
+    return _named(explicit, EPOCHS) or skyrl_recipe(explicit)
+
+
+def skyrl_recipe(explicit: Iterable[str]) -> bool:
+    """The job names its training data by SkyRL's key (a SkyRL script's command line)."""
+    return _named(set(explicit), SKYRL_DATA)
+
+
+def skyrl_recipe_values(explicit: Iterable[str]) -> dict[str, Any]:
+    """The common keys a SkyRL recipe takes SkyRL's default for (common key -> value): those it names by no name."""
+    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.plain_tree import plain_get
+
+    explicit = set(explicit)
+    if not skyrl_recipe(explicit):
+        return {}
+    keys = [k for k in ("rollout.n", "trainer.total_epochs") if not _named(explicit, _both_names(k))]
+    return {k: plain_get(skyrl_train_defaults(), _both_names(k)[1].removeprefix(SKYRL_TRAIN_PREFIX)) for k in keys}
 
 
 @functools.cache
@@ -95,7 +123,7 @@ def apply_default_rules(cfg: Any, explicit: Iterable[str]) -> None:
     a job's prompts and responses on data by path."""
     if epochs_decide(explicit):
         cfg.trainer.total_batches = None
-    for common, value in skyrl_lengths(cfg, explicit).items():
+    for common, value in {**skyrl_recipe_values(explicit), **skyrl_lengths(cfg, explicit)}.items():
         *parents, leaf = common.split(".")
         node = cfg
         for part in parents:
@@ -107,11 +135,18 @@ def default_rule_notes(plain: dict[str, Any], explicit: Iterable[str]) -> list[s
     """The notes of a job whose length or KL is decided by a rule (none for one that sets them fully)."""
     explicit = set(explicit)
     notes = []
-    if epochs_decide(explicit):
-        epochs = (plain.get("trainer") or {}).get("total_epochs")
+    epochs = (plain.get("trainer") or {}).get("total_epochs")
+    if epochs_decide(explicit) and _named(explicit, EPOCHS):
         notes.append(
             f"note: trainer.total_batches=None: trainer.total_epochs={epochs!r} is set and the steps are not, so the "
             "epochs decide (the embedded default's 30 steps are for its tiny task); docs/CONFIG.md"
+        )
+    for common in skyrl_recipe_values(explicit):
+        value = epochs if common == "trainer.total_epochs" else (plain.get("rollout") or {}).get("n")
+        extra = " and no step limit (trainer.total_batches=None)" if common == "trainer.total_epochs" else ""
+        notes.append(
+            f"note: {common}={value!r}{extra}: SkyRL's default, for a SkyRL recipe (its data by SkyRL's name, "
+            f"{SKYRL_DATA[0].removeprefix(SKYRL_TRAIN_PREFIX)}) that sets neither name of it; docs/CONFIG.md"
         )
     return notes + _length_notes(plain, explicit) + _kl_notes(plain, explicit)
 

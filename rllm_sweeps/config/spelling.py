@@ -101,10 +101,33 @@ def canonical_overrides(overrides: Iterable[str], notify: Callable[[str], None] 
             # trainer.X / data.X that neither tree has: SkyRL's if SkyRL's override handling knows it
             replaced = _as_skyrl_reads_it(SKYRL_TRAIN_PREFIX + line, override, notify, lines)
         else:
-            replaced = None
+            replaced = _null_as_skyrl_reads_it(line, notify)
         # several settings of one optional section (delta_weight_sync's) read together: one line for them all
         out += [r for r in ([line] if replaced is None else replaced) if r not in out or r == line]
     return out
+
+
+def _null_as_skyrl_reads_it(line: str, notify: Callable[[str], None] | None) -> list[str] | None:
+    """A null for a SkyRL setting that SkyRL types as a name or a switch (`trainer.run_name=`: SkyRL's
+    command line reads an empty value as null, and its config builder takes it): read as SkyRL's code
+    reads it. A null name is no name (the default one is used; the override is dropped); a null
+    switch is false (SkyRL tests it with `if`). Anything else: None (kept; validation judges it)."""
+    written = split_override(line)
+    if written.value != "null" or not written.key.startswith(SKYRL_TRAIN_PREFIX) or "~" in written.prefix:
+        return None
+    from rllm_sweeps.config import rules
+    from rllm_sweeps.config.native import skyrl_train_defaults
+    from rllm_sweeps.keymap import KEY_MAPPINGS
+    from rllm_sweeps.plain_tree import plain_get_or_none
+
+    common = next((m.common for m in KEY_MAPPINGS if m.native == written.key), None)
+    if common is not None and rules.RULES.get(common) in (rules.label, rules.path_name):
+        _say(notify, f"note: {written.key}=null: SkyRL reads a null name as none given; {common} keeps its default")
+        return []
+    if isinstance(plain_get_or_none(skyrl_train_defaults(), written.key.removeprefix(SKYRL_TRAIN_PREFIX)), bool):
+        _say(notify, f"note: {written.key}=null: read as false, as SkyRL's code reads a null switch")
+        return [f"{written.prefix}{written.key}=false"]
+    return None
 
 
 def is_unknown_in_shared_section(key: str) -> bool:
