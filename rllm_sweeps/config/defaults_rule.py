@@ -41,7 +41,6 @@ def _both_names(common: str) -> tuple[str, ...]:
 
 
 EPOCHS = _both_names("trainer.total_epochs")
-GROUP = _both_names("rollout.n")
 # SkyRL's own name for the training data: the mark of a SkyRL recipe (its scripts all set it).
 SKYRL_DATA = tuple(k for k in _both_names("data.train_files") if k.startswith(SKYRL_TRAIN_PREFIX))
 STEPS = _both_names("trainer.total_batches")
