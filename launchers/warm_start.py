@@ -152,6 +152,15 @@ def program_of(argv: list[str]) -> tuple[str, str] | None:
     return None
 
 
+def program_sys_path(kind: str, script: str, env: dict[str, str], cwd: str, rest: list[str]) -> list[str]:
+    """sys.path as the interpreter builds it for `python SCRIPT` / `python -m MODULE` under `env`: the
+    script's directory (-m: the working directory), unless PYTHONSAFEPATH is set (`python -P`: an
+    installed package must not be shadowed by a checkout in that directory), then PYTHONPATH, then `rest`."""
+    first = [] if env.get("PYTHONSAFEPATH") else [os.path.dirname(script) if kind == "script" else cwd]
+    front = [*first, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    return front + [p for p in rest if p not in front]
+
+
 def run_as_main(argv: list[str], env: dict[str, str], unbuffered: bool, base_path: list[str] | None = None) -> None:
     """Become `argv` (`python SCRIPT.py ARGS` or `python -m MODULE ARGS`) with `env`, on file
     descriptors 0-2 as set up by the caller, and run SCRIPT or MODULE as `__main__`, as the
@@ -165,12 +174,8 @@ def run_as_main(argv: list[str], env: dict[str, str], unbuffered: bool, base_pat
     sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115
     kind, target = program_of(argv) or ("script", argv[1])
     script = str(Path(target).resolve()) if kind == "script" else target
-    # sys.path as the interpreter would build it: the script's directory (-m: the working directory),
-    # then PYTHONPATH.
-    first = os.path.dirname(script) if kind == "script" else os.getcwd()
-    front = [first, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     rest = sys.path if base_path is None else base_path
-    sys.path[:] = front + [p for p in rest if p not in front]
+    sys.path[:] = program_sys_path(kind, script, env, os.getcwd(), rest)
     sys.argv = [script, *argv[2:]] if kind == "script" else ["-m", *argv[3:]]  # -m: runpy sets argv[0]
     try:
         if kind == "script":

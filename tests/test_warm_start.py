@@ -262,3 +262,27 @@ def test_a_job_forked_from_the_fork_server_or_the_warm_server_trains_exactly_as_
     monkeypatch.setenv("RLLM_SWEEPS_CACHE", str(cache))
     server_log = ServerPaths.for_this_python().log.read_text()
     assert f"hydra.run.dir={tmp_path / 'warm'}" in server_log and "exit 0" in server_log  # it ran the job
+
+
+@pytest.mark.parametrize("safe", [False, True])
+@pytest.mark.parametrize("kind", ["script", "module"])
+def test_a_forked_jobs_sys_path_starts_as_the_interpreters_would_pythonsafepath_included(tmp_path, kind, safe):
+    """A job forked by the warm server gets the front of sys.path the interpreter gives `python SCRIPT` or
+    `python -m MODULE`: with PYTHONSAFEPATH (an installed package run beside a checkout) no script directory
+    or working directory, where an uninstalled copy would shadow the installed package."""
+    from launchers.warm_start import program_sys_path
+
+    extra, scripts = tmp_path / "on_pythonpath", tmp_path / "scripts"
+    for where in (extra, scripts):  # -m finds it on PYTHONPATH; a script is run by its path
+        where.mkdir()
+        (where / "prog.py").write_text("import json, sys; print(json.dumps(sys.path))\n")
+    env = {**os.environ, "PYTHONPATH": str(extra)}
+    env.pop("PYTHONSAFEPATH", None)
+    if safe:
+        env["PYTHONSAFEPATH"] = "1"
+    argv = [sys.executable, str(scripts / "prog.py")] if kind == "script" else [sys.executable, "-m", "prog"]
+    real = json.loads(subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout)
+    script = str(scripts / "prog.py") if kind == "script" else "prog"
+    ours = program_sys_path(kind, script, env, str(tmp_path), rest=["/elsewhere"])
+    assert ours[:-1] == real[: len(ours) - 1]  # the front: the program's own entries, then PYTHONPATH
+    assert (str(scripts if kind == "script" else tmp_path) in ours) is (not safe)
