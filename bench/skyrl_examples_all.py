@@ -238,6 +238,7 @@ def default_refusals(result: dict, lines: list[str]) -> list[str]:
     """The refused settings whose value in the script equals SkyRL's default, by any of the key's names
     (the issue's key, its SkyRL-native twins in the key map, the `set through` key of the message)."""
     from rllm_sweeps.keymap import KEY_MAPPINGS
+    from rllm_sweeps.override_text import override_key
 
     values = dict(line.split("=", 1) for line in lines if "=" in line)
     found = []
@@ -246,7 +247,7 @@ def default_refusals(result: dict, lines: list[str]) -> list[str]:
         names = {key, *(m.native for m in KEY_MAPPINGS if m.common == key)}
         names |= set(re.findall(r"set through (\S+?)=", issue["message"]))
         for name in sorted(names):
-            k = name.lstrip("+").removeprefix("skyrl.train.")
+            k = override_key(name).removeprefix("skyrl.train.")
             if k in values and equals_default(k, values[k]):
                 found.append(f"{k}={values[k]}")
                 break

@@ -9,10 +9,11 @@ toy task's. The rule: a job whose data come by path (``data.train_files``, or Sk
 that leaves a length at that embedded value, by every name, gets SkyRL's default for it (512 and 1024, read
 from SkyRL's config), saying so; a value from a task or workflow group, or the user's, stays.
 
-A SkyRL recipe: a job that gives its training data under SkyRL's own name (``data.train_data``, as every
-SkyRL script does) is written for SkyRL, and gets SkyRL's default for the group size and the length of
-training where it names neither by any name: ``rollout.n`` = SkyRL's ``n_samples_per_prompt`` (5, not rLLM's
-8), and its epochs (SkyRL's 1) with no step limit (not the toy task's 30 steps), saying so.
+A SkyRL recipe: a job that gives its training data under SkyRL's own name (the key map's native twin
+of ``data.train_files``, as every SkyRL script does) is written for SkyRL, and gets SkyRL's default for
+the group size and the length of training where it names neither by any name: ``rollout.n`` = SkyRL's
+``n_samples_per_prompt`` (5, not rLLM's 8), and its epochs (SkyRL's 1) with no step limit (not the toy
+task's 30 steps), saying so.
 
 The KL loss: SkyRL's AlgorithmConfig turns it on (``use_kl_loss=true``, ``kl_loss_coef=0.001``); rLLM's
 ``kl_beta`` is ``0.0`` (no KL). The rule: **off unless turned on** (rLLM's default, which is also what

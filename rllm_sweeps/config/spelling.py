@@ -108,7 +108,7 @@ def canonical_overrides(overrides: Iterable[str], notify: Callable[[str], None] 
 
 
 def _null_as_skyrl_reads_it(line: str, notify: Callable[[str], None] | None) -> list[str] | None:
-    """A null for a SkyRL setting that SkyRL types as a name or a switch (`trainer.run_name=`: SkyRL's
+    """A null for a SkyRL setting that SkyRL types as a name or a switch (a run name given as `key=`: SkyRL's
     command line reads an empty value as null, and its config builder takes it): read as SkyRL's code
     reads it. A null name is no name (the default one is used; the override is dropped); a null
     switch is false (SkyRL tests it with `if`). Anything else: None (kept; validation judges it)."""
@@ -208,11 +208,12 @@ def _section_siblings(path: str, others: list[str]) -> dict[str, Any]:
         return {}
     found: dict[str, Any] = {}
     for other in others:
-        key = other.partition("=")[0].lstrip("+")
+        written = split_override(other)
+        key = written.key
         rel = key.removeprefix(SKYRL_TRAIN_PREFIX)
-        if key.startswith(SKYRL_TRAIN_PREFIX) and rel.startswith(section + ".") and rel != path:
+        if key.startswith(SKYRL_TRAIN_PREFIX) and rel.startswith(section + ".") and rel != path and not written.deletes:
             try:
-                found[rel] = OverridesParser.create().parse_override(other.lstrip("+")).value()
+                found[rel] = OverridesParser.create().parse_override(f"{key}={written.value}").value()
             except Exception:
                 continue
     return found
