@@ -19,35 +19,46 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import PlainSerializer, PlainValidator
+from pydantic.dataclasses import dataclass as record
 
 from rllm_sweeps.optuna_quiet import quiet_optuna
 
 
-@dataclass(frozen=True)
+def _distribution(value: Any) -> Any:
+    """An Optuna distribution, or its JSON (pbt.json's) made one."""
+    from optuna.distributions import BaseDistribution, json_to_distribution
+
+    return value if isinstance(value, BaseDistribution) else json_to_distribution(json.dumps(value))
+
+
+def _distribution_json(value: Any) -> Any:
+    from optuna.distributions import distribution_to_json
+
+    return json.loads(distribution_to_json(value))
+
+
+# An Optuna distribution in a record: Optuna's own JSON of it ({"name": ..., "attributes": {...}}).
+OptunaDistribution = Annotated[
+    Any,
+    PlainValidator(_distribution, json_schema_input_type=dict[str, Any]),
+    PlainSerializer(_distribution_json, return_type=dict[str, Any]),
+]
+
+
+@record(frozen=True)
 class Domain:
     """Where a mutated key's values lie: its sweep parameter's Optuna distribution (what a resample
     draws from, what a perturbation stays inside) and, for a categorical key, its values in order."""
 
     key: str
-    distribution: Any  # an optuna.distributions.BaseDistribution
+    distribution: OptunaDistribution  # an optuna.distributions.BaseDistribution
     values: tuple[Any, ...] | None = None  # a categorical key's values (a perturbation moves to a neighbour)
 
-    def to_dict(self) -> dict[str, Any]:
-        from optuna.distributions import distribution_to_json
 
-        values = None if self.values is None else list(self.values)
-        return {"key": self.key, "distribution": json.loads(distribution_to_json(self.distribution)), "values": values}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Domain:
-        from optuna.distributions import json_to_distribution
-
-        values = None if d["values"] is None else tuple(d["values"])
-        return cls(str(d["key"]), json_to_distribution(json.dumps(d["distribution"])), values)
-
-
-@dataclass(frozen=True)
+@record(frozen=True)
 class Mutation:
     """How one key explores: resampled from `domain` with `resample_probability`, else multiplied
     by one of `factors` (a categorical key moves to a neighbouring value)."""
@@ -56,40 +67,14 @@ class Mutation:
     factors: tuple[float, ...] = (0.8, 1.2)
     resample_probability: float = 0.25
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "domain": self.domain.to_dict(),
-            "factors": list(self.factors),
-            "resample_probability": self.resample_probability,
-        }
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Mutation:
-        factors = tuple(float(f) for f in d["factors"])
-        return cls(Domain.from_dict(d["domain"]), factors, float(d["resample_probability"]))
-
-
-@dataclass(frozen=True)
+@record(frozen=True)
 class PbtSettings:
     population: int
     interval: int  # training steps between decisions
     quantile: float = 0.25  # the bottom (top) fraction that exploits (is exploited)
     mutations: tuple[Mutation, ...] = ()
     seed: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "population": self.population,
-            "interval": self.interval,
-            "quantile": self.quantile,
-            "mutations": [m.to_dict() for m in self.mutations],
-            "seed": self.seed,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> PbtSettings:
-        mutations = tuple(Mutation.from_dict(m) for m in d["mutations"])
-        return cls(int(d["population"]), int(d["interval"]), float(d["quantile"]), mutations, int(d["seed"]))
 
 
 @dataclass(frozen=True)

@@ -199,13 +199,12 @@ def build_report(sweep_dir: Path | str) -> Report:
         if count := sum(j.failure_kind == kind for j in jobs):
             notes.append(f"{count} of the failed jobs {what}: {fix}")
     manifest = sd.manifest
-    command = manifest.get("command")
     parameters = plan.spec.get("parameters") or {}
     log_axes = [k for k, v in parameters.items() if isinstance(v, dict) and "log" in str(v.get("distribution") or "")]
     report = Report(
         sweep_dir=sd.path,
-        sweep_id=str(manifest["sweep_id"]) if manifest.get("sweep_id") is not None else None,
-        command=[str(c) for c in command] if isinstance(command, list) else None,
+        sweep_id=manifest.sweep_id if manifest is not None else None,
+        command=manifest.command if manifest is not None else None,
         method=plan.method,
         metrics=metrics,
         swept=swept,

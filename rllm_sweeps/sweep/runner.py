@@ -27,6 +27,7 @@ from rllm_sweeps.config.planned import job_overrides, overrides_digest
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.launch import JobLaunch, OptunaTrial, launch_env
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
+from rllm_sweeps.records.manifest import StudyLocation
 from rllm_sweeps.records.metrics import read_metrics, same_value
 from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.records.result import JobResult
@@ -76,7 +77,7 @@ class JobSource(abc.ABC):
     def pending(self) -> int:
         """Jobs still to hand out, for progress lines (an estimate is fine)."""
 
-    def study_info(self) -> dict[str, Any] | None:
+    def study_info(self) -> StudyLocation | None:
         """What the sweep's manifest records of the search behind it (None: a plan)."""
         return None
 
