@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from rllm_sweeps.records.metrics import MetricsLog
+from rllm_sweeps.records.model import load
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.report import (
@@ -168,7 +169,7 @@ def test_plan_dict_shape_matches_plan_to_dict():
 
     ours = plan_dict(ZIP_POINTS)
     spec = SweepSpec.from_dict({"metric": {"name": "val_reward_mean", "goal": "maximize"}, "seeds": 2})
-    jobs = [PlannedJob.from_dict(j) for j in ours["jobs"]]
+    jobs = [load(PlannedJob, j, "plan") for j in ours["jobs"]]
     real = Plan(spec, BASE, jobs, Totals(2, 4, 2, 2, 0, 4, 0.0, 0.0)).to_dict()
     assert set(real) == set(ours)
     assert set(real["totals"]) == set(ours["totals"])

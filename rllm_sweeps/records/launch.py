@@ -36,7 +36,7 @@ from pydantic.dataclasses import dataclass
 
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.metrics import DEFAULT_GOAL, DEFAULT_METRIC
-from rllm_sweeps.records.model import Migration, read_record, same_shape, write_record
+from rllm_sweeps.records.model import Migration, RecordError, read_record, same_shape, write_record
 from rllm_sweeps.records.plan import Metric
 
 LAUNCH_ENV = "RLLM_SWEEPS_LAUNCH"  # the path of the job's launch record: the one variable a sweep sets
@@ -123,8 +123,8 @@ def read_launch(path: Path) -> JobLaunch:
     it is missing or malformed."""
     try:
         return _read(str(path))
-    except OSError as err:
-        raise ValueError(f"the sweep's launch record {path} ({LAUNCH_ENV}) is unreadable: {err}") from None
+    except (OSError, RecordError) as err:
+        raise RecordError(f"the sweep's launch record {path} ({LAUNCH_ENV}) is unreadable: {err}") from None
 
 
 @functools.cache

@@ -36,6 +36,7 @@ class SweepDir:
     plan: PlanRecord
     manifest: SweepManifest | None = None  # None when manifest.json is missing
     results: dict[Path, JobResult] = field(default_factory=dict)  # every jobs/*/result.json that reads
+    unreadable: dict[Path, str] = field(default_factory=dict)  # those that do not: why (RecordError)
 
     @property
     def jobs_dir(self) -> Path:
@@ -99,15 +100,26 @@ def open_sweep_dir(path: Path | str) -> SweepDir:
         plan = read_sweep_plan(path / PLAN_FILE)
         manifest = SweepManifest.read(path)
         results: dict[Path, JobResult] = {}
+        unreadable: dict[Path, str] = {}
         jobs_dir = path / JOBS_DIR
         for job_dir in sorted(jobs_dir.iterdir()) if jobs_dir.is_dir() else ():
-            if job_dir.is_dir() and (result := JobResult.read(job_dir)) is not None:
+            if job_dir.is_dir() and (result := _job_result(job_dir, unreadable)) is not None:
                 results[job_dir] = result
     except RecordError as err:
         raise ReportError(str(err)) from None
     except OSError as err:
         raise ReportError(f"{err.filename}: cannot be read ({err.strerror or err})") from None
-    return SweepDir(path, plan, manifest, results)
+    return SweepDir(path, plan, manifest, results, unreadable)
+
+
+def _job_result(job_dir: Path, unreadable: dict[Path, str]) -> JobResult | None:
+    """A job's result; one that does not read (cut short by a full disk, not a job record) is
+    kept aside with why, and its job shows as having none (the report's note names it)."""
+    try:
+        return JobResult.read(job_dir)
+    except RecordError as err:
+        unreadable[job_dir] = str(err)
+        return None
 
 
 def read_sweep_plan(path: Path) -> PlanRecord:
