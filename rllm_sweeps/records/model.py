@@ -71,7 +71,7 @@ def migrate(cls: type, data: Any, source: str) -> Any:
             f"{source}: written by a newer rllm-sweeps ({cls.__name__} schema {version}; this one reads up to "
             f"{current}): upgrade rllm-sweeps to read it"
         )
-    migrations: Mapping[int, Migration] = getattr(cls, "MIGRATIONS", {})
+    migrations: Mapping[int, Migration] = cls.MIGRATIONS  # every versioned record declares its own
     for step in range(version, current):
         try:
             data = {**migrations[step](dict(data)), VERSION_FIELD: step + 1}
