@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from rllm_sweeps.problems import ConfigError
+from rllm_sweeps.problems import ConfigError, RecordError
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except ConfigError as err:
+    except (ConfigError, RecordError) as err:  # RecordError: a sweep directory's file names itself and its field
         print(f"error: {err}", file=sys.stderr)
         return 2
 

@@ -80,6 +80,28 @@ def test_a_result_that_does_not_validate_names_the_file_the_field_and_what_was_e
         JobResult.read(tmp_path)
 
 
+def test_a_command_on_a_sweep_with_a_record_that_does_not_validate_says_which_in_one_line_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    from rllm_sweeps.records.layout import SweepPaths
+
+    plan = json.loads((OLD / "plan.json").read_text())
+    result = json.loads((OLD / "job" / "result.json").read_text())
+    job = next(j for j in plan["jobs"] if j["config_hash"] == result["config_hash"])
+    for name in ("manifest.json", "plan.json"):
+        shutil.copy(OLD / name, tmp_path / name)
+    job_dir = SweepPaths(tmp_path).job(job["index"], job["config_hash"]).root
+    job_dir.mkdir(parents=True)
+    (job_dir / "result.json").write_text(json.dumps({**result, "steps": "two"}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "rllm_sweeps.cli", "status", str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: {job_dir / 'result.json'}: not a valid JobResult: field 'steps'")
+
+
 def test_the_published_schemas_are_the_models():
     published = {p.name: p.read_text() for p in (REPO / "docs" / "schemas").glob("*.schema.json")}
     assert published == schemas(), "docs/schemas/ drifted from the models: run `rllm-sweeps schema --out docs/schemas`"

@@ -24,15 +24,12 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from rllm_sweeps.problems import RecordError
 from rllm_sweeps.records.atomic import write_text_atomic
 
 # One step of a record's history: the JSON of version k in, the JSON of version k + 1 out.
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 VERSION_FIELD = "schema_version"
-
-
-class RecordError(ValueError):
-    """A record that does not read: which file, which field, what was expected."""
 
 
 def same_shape(data: dict[str, Any]) -> dict[str, Any]:
