@@ -1,7 +1,8 @@
 """How every record of a sweep directory is written and read: through its pydantic model alone.
 
 A record is a pydantic dataclass (`pydantic.dataclasses.dataclass`: positional construction,
-`dataclasses.replace` and frozen records as before) with a `schema_version` field whose default
+`dataclasses.replace` and frozen records as before), or a pydantic BaseModel where the record has
+open-ended fields (a metrics row's metrics, by name), with a `schema_version` field whose default
 is the version this code writes: that default is the record's one definition of its version.
 A versioned record lists, in `MIGRATIONS`, one function per older version that turns a record
 of that version into one of the next, so a sweep directory written by an older release reads
@@ -42,9 +43,14 @@ def adapter[R](cls: type[R]) -> TypeAdapter[R]:
     return TypeAdapter(cls)
 
 
+def _fields(cls: type) -> dict[str, Any]:
+    """The model's fields (a pydantic dataclass's or a BaseModel's: both have them here)."""
+    return getattr(cls, "__pydantic_fields__", None) or {f.name: f for f in dataclasses.fields(cls)}
+
+
 def version_of(cls: type) -> int:
     """The schema version this code writes for `cls` (its `schema_version` field's default)."""
-    return int(next(f.default for f in dataclasses.fields(cls) if f.name == VERSION_FIELD))
+    return int(_fields(cls)[VERSION_FIELD].default)
 
 
 def dump(record: Any) -> Any:
@@ -58,7 +64,7 @@ def dumps(record: Any, indent: int | None = 2) -> str:
 
 def migrate(cls: type, data: Any, source: str) -> Any:
     """`data` (a record of `cls`, of any version this code knows) in today's shape."""
-    if not isinstance(data, dict) or not any(f.name == VERSION_FIELD for f in dataclasses.fields(cls)):
+    if not isinstance(data, dict) or VERSION_FIELD not in _fields(cls):
         return data
     current, version = version_of(cls), data.get(VERSION_FIELD, 0)
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:

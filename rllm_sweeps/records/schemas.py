@@ -14,6 +14,8 @@ RECORDS = {
     "manifest": ("rllm_sweeps.records.manifest", "SweepManifest"),
     "plan": ("rllm_sweeps.records.plan", "PlanRecord"),
     "result": ("rllm_sweeps.records.result", "JobResult"),
+    "metrics_row": ("rllm_sweeps.records.metric_rows", "MetricsRow"),  # a line of metrics.jsonl
+    "attempt_event": ("rllm_sweeps.records.attempt_events", "AttemptEvent"),  # a line of attempts.jsonl
     "launch": ("rllm_sweeps.records.launch", "JobLaunch"),
     "schedule": ("rllm_sweeps.records.schedule", "Schedule"),
     "pbt": ("rllm_sweeps.pbt.membership", "PbtMembership"),
