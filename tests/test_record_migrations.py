@@ -12,8 +12,13 @@ from pathlib import Path
 import pytest
 
 from rllm_sweeps.pbt.membership import read_membership
+from rllm_sweeps.records import attempts
+from rllm_sweeps.records.attempt_events import Ended, Started
 from rllm_sweeps.records.launch import read_launch
+from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.manifest import SweepManifest, record_invocation
+from rllm_sweeps.records.metric_rows import TrainRow, ValRow
+from rllm_sweeps.records.metrics import MetricsLog, read_metrics
 from rllm_sweeps.records.model import RecordError, version_of
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import Schedule, read_schedule
@@ -64,6 +69,27 @@ def test_the_optuna_studys_attribute_of_before_versions_reads():
     attrs = SweepAttrs.of_study({"rllm_sweeps": json.loads((OLD / "optuna_study_attrs.json").read_text())}, "s")
     assert attrs is not None and attrs.metrics == ["val_reward_mean"] and attrs.pruner == "median"
     assert SweepAttrs.of_study({}, "s") is None
+
+
+def test_a_jobs_metrics_rows_and_attempt_events_of_before_versions_read_typed(tmp_path):
+    rows = read_metrics(OLD / "job")
+    assert [(r.kind, r.step) for r in rows] == [("val", 0), ("train", 1), ("train", 2), ("val", 2)]
+    assert isinstance(rows[1], TrainRow) and rows[1].total_steps == 2 and rows[1].value("loss") is not None
+    assert isinstance(rows[3], ValRow) and rows[3].value("val_num_samples") == 32
+    start, end = attempts.read_events(OLD / "job")
+    assert isinstance(start, Started) and start.forked and start.scheduler_id == "local-29756"
+    assert isinstance(end, Ended) and end.exit_code == 0 and end.restart_count is None
+    # a job resumed under this code keeps its old rows, rewritten in today's schema
+    shutil.copytree(OLD / "job", tmp_path / "job")
+    MetricsLog(tmp_path / "job", resume_from_step=1).close()
+    kept = [json.loads(line) for line in JobPaths(tmp_path / "job").metrics.read_text().splitlines()]
+    assert [r["step"] for r in kept] == [0, 1] and {r["schema_version"] for r in kept} == {version_of(TrainRow)}
+
+
+def test_a_metrics_row_with_no_kind_is_an_error_naming_the_file_and_line_not_a_guess(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text('{"kind": "train", "step": 1}\n{"step": 2, "loss": 0.1}\n')
+    with pytest.raises(RecordError, match=r"metrics.jsonl:2: not a metrics row: field 'kind'"):
+        read_metrics(tmp_path)
 
 
 def test_a_record_of_a_newer_schema_says_to_upgrade(tmp_path):
