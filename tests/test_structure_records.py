@@ -39,7 +39,6 @@ JSON_READERS = {
     "rllm_sweeps/training/memory_fit.py": "the machine's learned activation factor (a cache, not a sweep's record)",
     # Not yet converted (issue 46): each is a record of a job directory still read as JSON by hand.
     "rllm_sweeps/runtime/job_ray.py": "TODO ray.json: the job's Ray cluster record, a dict",
-    "rllm_sweeps/pbt/board.py": "TODO the PBT board's trial_<k>.json: TrialState built by hand",
 }
 
 

@@ -13,9 +13,12 @@ from pathlib import Path
 import optuna
 import pytest
 
+from rllm_sweeps.pbt.board import PopulationBoard
+from rllm_sweeps.pbt.decision import TrialState
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
 from rllm_sweeps.records.manifest import SweepManifest
 from rllm_sweeps.records.metrics import read_metrics
+from rllm_sweeps.records.model import version_of
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.study import open_storage
@@ -75,6 +78,12 @@ def test_an_old_sweep_directory_reports_and_shows_its_status(name, tmp_path):
     status = cli("status", str(sweep))
     assert status.returncode == 0, status.stdout[-3000:] + status.stderr[-3000:]
     assert all(d.name in status.stdout for d in jobs)
+
+
+def test_an_old_pbt_board_reads_each_trials_last_report():
+    states = PopulationBoard(SweepPaths(OLD / "pbt_midrun").pbt_board).states()
+    assert [(s.trial, s.step) for s in states] == [(0, 8), (1, 4)]
+    assert all(set(s.settings) == {"trainer.lr"} and s.schema_version == version_of(TrialState) for s in states)
 
 
 @pytest.mark.slow

@@ -19,12 +19,13 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import PlainSerializer, PlainValidator
 from pydantic.dataclasses import dataclass as record
 
 from rllm_sweeps.optuna_quiet import quiet_optuna
+from rllm_sweeps.records.model import Migration, same_shape
 
 
 def _distribution(value: Any) -> Any:
@@ -77,14 +78,19 @@ class PbtSettings:
     seed: int = 0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TrialState:
-    """What a trial last reported: its score at `step` (None before its first) and its settings."""
+    """What a trial last reported: its score at `step` (None before its first) and its settings.
+    The record of the PBT board's trial_<k>.json (pbt/board.py)."""
+
+    MIGRATIONS: ClassVar[Mapping[int, Migration]] = {0: same_shape}
 
     trial: int
     step: int
     score: float | None
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    # The mutated keys' values (trainer.lr -> 3e-4): a categorical mutation's values are any JSON value.
+    settings: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = 1
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ RECORDS = {
     "launch": ("rllm_sweeps.records.launch", "JobLaunch"),
     "schedule": ("rllm_sweeps.records.schedule", "Schedule"),
     "pbt": ("rllm_sweeps.pbt.membership", "PbtMembership"),
+    "pbt_board_trial": ("rllm_sweeps.pbt.decision", "TrialState"),  # pbt_board/trial_<k>.json
     "optuna_study_attrs": ("rllm_sweeps.study", "SweepAttrs"),
 }
 
