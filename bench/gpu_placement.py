@@ -84,7 +84,7 @@ def run_sweep(name: str, sweep_dir: Path, extra: list[str], steps: int) -> dict:
         result = JobResult.read(job_dir)
         train = [r for r in read_metrics(job_dir) if r["kind"] == "train"]
         times = [r["time"] for r in train]
-        pids = [e["pid"] for e in read_events(job_dir) if e.get("event") == "start" and e.get("pid")]
+        pids = [e.pid for e in read_events(job_dir) if e.event == "start" and e.pid]
         jobs.append(
             {
                 "job": job_dir.name,

@@ -67,7 +67,7 @@ def detection_latency(conf: Path, repeats: int, work: Path) -> list[float]:
         stamp = job_dir / "ended_at"
         code = f"import time, pathlib; pathlib.Path({str(stamp)!r}).write_text(repr(time.time()))"
         argv = [sys.executable, "-c", code]
-        request = LaunchRequest(index=i, job_dir=job_dir, argv=argv, resources=Resources.from_dict(SHAPE))
+        request = LaunchRequest(index=i, job_dir=job_dir, argv=argv, resources=Resources(**SHAPE))
         job = launcher.submit(request)
         while launcher.poll(job).state is not JobState.FINISHED:
             time.sleep(0.05)

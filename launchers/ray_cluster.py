@@ -25,6 +25,7 @@ from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from launchers.ray_auth import auth_refusal, unauthenticated_warning
 from launchers.ray_cluster_settings import RayClusterSettings
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.attempt_events import Submitted
 from rllm_sweeps.records.resources import Resources
 
 STOP_WAIT_S = 60  # for a stopped job's training process to reach a step boundary and save
@@ -143,9 +144,8 @@ class RayClusterLauncher(Launcher):
         request.job_dir.mkdir(parents=True, exist_ok=True)
         sid = submission_id(request)
         # Recorded before Ray is asked: a sweeper killed in between finds it on reattach.
-        attempts.append_event(
-            request.job_dir, "submitted", scheduler_id=sid, generation=request.generation, ray_address=self.address
-        )
+        event = Submitted(time=time.time(), scheduler_id=sid, generation=request.generation, ray_address=self.address)
+        attempts.append_event(request.job_dir, event)
         self.client().submit_job(
             entrypoint=entrypoint(request, sid),
             submission_id=sid,

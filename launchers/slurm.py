@@ -33,6 +33,7 @@ from launchers.slurm_task import TrainCommand
 from launchers.slurm_times import SACCT_ENV, SACCT_FIELDS, missing_ends, parse_runs
 from launchers.submitit_private import sbatch_script, slurm_executor_anywhere
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.attempt_events import Started, Submitted
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.resources import Resources
 
@@ -41,9 +42,8 @@ def record_submission(request: LaunchRequest, job: submitit.Job) -> None:
     """Every SLURM job id the sweep ever submitted for a job, with submitit's folder: a rerun of
     the sweep finds the ones still live and reattaches instead of submitting again."""
     folder = str(job.paths.folder)
-    attempts.append_event(
-        request.job_dir, "submitted", scheduler_id=job.job_id, folder=folder, generation=request.generation
-    )
+    event = Submitted(time=time.time(), scheduler_id=job.job_id, folder=folder, generation=request.generation)
+    attempts.append_event(request.job_dir, event)
 
 
 def _minutes(limit: str) -> int | None:
@@ -259,7 +259,7 @@ class SlurmLauncher(Launcher):
     def process_started(self, job_id: str) -> bool:
         job_dir = self._job_dirs.get(job_id)
         events = attempts.read_events(job_dir) if job_dir else []
-        return any(e.get("event") == "start" and e.get("scheduler_id") == job_id for e in events)
+        return any(isinstance(e, Started) and e.scheduler_id == job_id for e in events)
 
     def reattach(self, job_dirs: list[Path]) -> dict[Path, submitit.Job]:
         """The jobs an earlier sweeper submitted that SLURM still runs or holds (one sacct call): the

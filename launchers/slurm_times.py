@@ -16,7 +16,8 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+
+from rllm_sweeps.records.attempt_events import Event, Started, Submitted
 
 # sacct's fields, in this order, one run a line (--parsable2); SLURM_TIME_FORMAT=%s makes the times
 # seconds since the epoch (no time zone to guess).
@@ -66,18 +67,18 @@ class MissingEnd:
     time: float
 
 
-def missing_ends(events: Iterable[dict[str, Any]], scheduler_id: str, runs: list[SlurmRun]) -> list[MissingEnd]:
+def missing_ends(events: Iterable[Event], scheduler_id: str, runs: list[SlurmRun]) -> list[MissingEnd]:
     """The attempts of `scheduler_id` (attempts.jsonl's events) that have a start but no end, each
     with the End of SLURM's run of its incarnation, where that run has ended."""
     ended: set[tuple[int, int]] = set()
-    started: dict[tuple[int, int], dict[str, Any]] = {}
+    started: dict[tuple[int, int], Started] = {}
     for e in events:
-        if str(e.get("scheduler_id")) != scheduler_id:
+        if isinstance(e, Submitted) or e.scheduler_id != scheduler_id:
             continue
-        key = (int(e.get("generation", 0)), int(e.get("restart_count", -1)))
-        if e.get("event") == "start":
+        key = (e.generation, -1 if e.restart_count is None else e.restart_count)
+        if isinstance(e, Started):
             started[key] = e
-        elif e.get("event") == "end":
+        else:
             if key[1] < 0:  # an end without its restart count: the latest start of its generation
                 key = max((k for k in started if k[0] == key[0] and k not in ended), default=key)
             ended.add(key)
@@ -88,7 +89,7 @@ def missing_ends(events: Iterable[dict[str, Any]], scheduler_id: str, runs: list
             continue
         end = mine[restarts].end
         if end is not None:
-            out.append(MissingEnd(scheduler_id, generation, restarts, max(end, float(start["time"]))))
+            out.append(MissingEnd(scheduler_id, generation, restarts, max(end, start.time)))
     return out
 
 

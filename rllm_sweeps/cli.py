@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from rllm_sweeps.problems import ConfigError
+from rllm_sweeps.problems import ConfigError, RecordError
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -89,6 +89,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Write the JSON Schema of each record a sweep directory holds (docs/schemas/ is this, generated)."""
+    from rllm_sweeps.records.schemas import write_schemas
+
+    for path in write_schemas(Path(args.out)):
+        print(path)
+    return 0
+
+
 TRAIN_HELP = "one training job, or a sweep with -m: `rllm-sweeps train ARGS` is `python train.py ARGS`"
 
 
@@ -134,10 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--rows", type=int, default=20, help="job rows to print")
     plan.add_argument("--out", help="write plan.json here (a file or a directory)")
     plan.set_defaults(func=cmd_plan)
+    schema = sub.add_parser("schema", help=cmd_schema.__doc__)
+    schema.add_argument("--out", default="schemas", help="the directory to write them in (default: schemas)")
+    schema.set_defaults(func=cmd_schema)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except ConfigError as err:
+    except (ConfigError, RecordError) as err:  # RecordError: a sweep directory's file names itself and its field
         print(f"error: {err}", file=sys.stderr)
         return 2
 

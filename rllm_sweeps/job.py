@@ -39,6 +39,7 @@ from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.records.attempts import AttemptFence, read_attempts
 from rllm_sweeps.records.launch import JobLaunch, current_launch, judged_metrics
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.metric_rows import TrainRow, ValRow
 from rllm_sweeps.records.metrics import DEFAULT_METRIC, MetricsLog, best_values, never_moved, read_metrics
 from rllm_sweeps.records.result import PHASES, JobResult, TrainingSummary, phase_metric
 from rllm_sweeps.records.status import FailureKind, JobStatus
@@ -298,20 +299,21 @@ def _train(
         )
         # A resumed job's history starts with the validations of its earlier attempts (metrics.jsonl
         # keeps them up to the checkpoint): its best is over the whole run, not this attempt.
-        vals: list[dict[str, Any]] = [r for r in read_metrics(job_dir) if r.get("kind") == "val"] if resume_from else []
+        vals = [r for r in read_metrics(job_dir) if isinstance(r, ValRow)] if resume_from else []
         phases = dict.fromkeys(PHASES, 0.0)
 
         def on_step_end(metrics: dict) -> None:
             # total_steps: a sweep's progress line shows each running job's step of its total.
-            metrics_log.append({"kind": "train", "time": time.time(), "total_steps": trainer.total_steps, **metrics})
+            metrics_log.append(TrainRow(time=time.time(), total_steps=trainer.total_steps, **metrics))
             for name in phases:
                 phases[name] += metrics[phase_metric(name)]
             for t in trackers:
                 t.log(metrics, metrics["step"])
 
         def on_validation_end(metrics: dict) -> None:
-            metrics_log.append({"kind": "val", "time": time.time(), **metrics})
-            vals.append(metrics)
+            row = ValRow(time=time.time(), **metrics)
+            metrics_log.append(row)
+            vals.append(row)
             exporter.on_validation(metrics)
             for t in trackers:
                 t.log(metrics, metrics["step"])
@@ -370,10 +372,10 @@ def _train(
     )
 
 
-def _validation_record(metrics: dict[str, Any]) -> dict[str, float]:
+def _validation_record(row: ValRow) -> dict[str, float]:
     """What result.json keeps of one validation: its step and its val_* metrics (not timings)."""
-    kept = {k: v for k, v in metrics.items() if k.startswith("val_") and "time" not in k}
-    return {"step": metrics["step"], **kept}
+    kept = {k: v for k, v in row.metrics.items() if k.startswith("val_") and "time" not in k}
+    return {"step": row.step, **kept}
 
 
 def process_starts(job_dir: Path, previous: JobResult | None, chash: str) -> int:

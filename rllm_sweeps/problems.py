@@ -26,6 +26,11 @@ class ConfigIssue:
         return self.message
 
 
+class RecordError(ValueError):
+    """A record of a sweep directory that does not read (records/model.py): which file, which field,
+    what was expected. Here, with ConfigError, so that entry points catch it without importing pydantic."""
+
+
 class ConfigError(ValueError):
     """A config that must not run; `issues` lists every problem found."""
 

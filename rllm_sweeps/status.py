@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.attempt_events import Submitted
 from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.metrics import DEFAULT_METRIC, read_metrics
 from rllm_sweeps.records.result import JobResult
@@ -46,8 +47,8 @@ def ray_states(job_dirs: list[Path]) -> dict[str, dict[str, str]]:
     by_address: dict[str, set[str]] = {}
     for job_dir in job_dirs:
         for event in attempts.read_events(job_dir):
-            if event.get("event") == "submitted" and event.get("ray_address"):
-                by_address.setdefault(str(event["ray_address"]), set()).add(str(event["scheduler_id"]))
+            if isinstance(event, Submitted) and event.ray_address:
+                by_address.setdefault(event.ray_address, set()).add(event.scheduler_id)
     rows: dict[str, dict[str, str]] = {}
     for address, ids in by_address.items():
         try:
@@ -74,8 +75,9 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
     for job_dir in job_dirs:
         result = JobResult.read(job_dir)
         metrics = read_metrics(job_dir)
-        last = metrics[-1] if metrics else {}
-        metric = next((f"{k}={last[k]:.4g}" for k in (DEFAULT_METRIC, "reward_mean") if k in last), "")
+        last = metrics[-1] if metrics else None
+        shown = [(k, last.value(k)) for k in (DEFAULT_METRIC, "reward_mean")] if last else []
+        metric = next((f"{k}={v:.4g}" for k, v in shown if v is not None), "")
         sched = slurm.get(ids[job_dir] or "", {})
         runs = attempts.read_attempts(job_dir)
         # Every attempt's time, not only the last one's (a job still running counts to now).
@@ -83,7 +85,7 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
             live = sched.get("state") in ("RUNNING", "PENDING") or (
                 result is not None and result.status is JobStatus.RUNNING
             )
-            last_end = time.time() if live else (result.ended_at if result else None) or last.get("time")
+            last_end = time.time() if live else (result.ended_at if result else None) or (last.time if last else None)
             elapsed = f"{attempts.total_time_s(runs, last_end):.0f}s"
         else:
             elapsed = sched.get("elapsed") or (
@@ -98,7 +100,7 @@ def status_rows(sweep_dir: Path) -> list[dict[str, str]]:
                 "nodes": sched.get("node_list", "local"),
                 "gpus": (result.gpus if result else None) or "-",  # the CUDA_VISIBLE_DEVICES it ran with
                 "elapsed": elapsed,
-                "step": str(last.get("step", "")),
+                "step": str(last.step) if last else "",
                 "last_metric": metric,
                 "attempts": str(len(runs)),  # process starts, SLURM's requeues included
                 "restarts": str(result.restarts if result else 0),  # resumes from a checkpoint

@@ -8,53 +8,50 @@ seed replicate of how many) and the study's pruner in its launch record (records
 not in its config, so its config hash is that of the training configuration alone.
 
 The objectives' names are stored once on the study itself, as its user attribute `rllm_sweeps`
-(`SweepAttrs`), with the sweep's pruner settings (for people, and a rerun's check).
+(`SweepAttrs`, a record: records/model.py), with the sweep's pruner settings (for people, and a
+rerun's check).
 
-Only the standard library is imported here; Optuna is imported when a storage is opened.
+Optuna is imported when a storage is opened.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic.dataclasses import dataclass
+
+from rllm_sweeps.records.launch import TrialAddress
+from rllm_sweeps.records.model import Migration, dump, load, same_shape
 
 JOURNAL_FILE = "optuna.journal"
 STUDY_ATTR = "rllm_sweeps"
-
-
-@dataclass(frozen=True)
-class TrialAddress:
-    """One job's trial: the storage URL, the study, the trial number, and which seed replicate."""
-
-    storage: str
-    study: str
-    trial: int
-    replica: int = 0
-    replicas: int = 1
+SWEEP_ATTRS_SCHEMA_VERSION = 1  # 0: the same shape, before records were versioned
 
 
 @dataclass(frozen=True)
 class SweepAttrs:
     """What the jobs of a sweep need from the sweep, stored on its study (user attribute `rllm_sweeps`)."""
 
+    MIGRATIONS: ClassVar[Mapping[int, Migration]] = {0: same_shape}
+
     metrics: list[str]  # the objectives, in the study's order
     pruner: str = "none"  # rllm_sweeps.sweep.optuna_settings.PRUNERS (jobs get theirs in their launch record)
     pruner_options: dict[str, Any] = field(default_factory=dict)
     sweep_dir: str = ""
+    schema_version: int = SWEEP_ATTRS_SCHEMA_VERSION
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def attribute(self) -> dict[str, Any]:
+        """The value stored as the study's user attribute `rllm_sweeps` (JSON data: Optuna's storages keep JSON)."""
+        return dump(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SweepAttrs:
-        return cls(
-            metrics=list(data.get("metrics") or []),
-            pruner=str(data.get("pruner") or "none"),
-            pruner_options=dict(data.get("pruner_options") or {}),
-            sweep_dir=str(data.get("sweep_dir") or ""),
-        )
+    def of_study(cls, user_attrs: Mapping[str, Any], study: str) -> SweepAttrs | None:
+        """The study's attribute, None when it has none (not made by a sweep); RecordError when it does not read."""
+        value = user_attrs.get(STUDY_ATTR)
+        return None if value is None else load(cls, value, f"study {study!r}'s user attribute {STUDY_ATTR!r}")
 
 
 def is_database_url(url: str) -> bool:

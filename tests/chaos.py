@@ -23,6 +23,7 @@ from slurm_fixtures import LocalSlurm
 
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.metrics import read_metrics
+from rllm_sweeps.records.model import dump
 from rllm_sweeps.records.result import JobResult
 
 REPO = Path(__file__).resolve().parents[1]
@@ -280,4 +281,4 @@ def leftover_processes(sweep_dir: Path, grace_s: float = 20) -> list[str]:
 
 
 def read_events_json(job_dir: Path) -> str:
-    return json.dumps(attempts.read_events(job_dir), indent=1)
+    return json.dumps([dump(e) for e in attempts.read_events(job_dir)], indent=1)

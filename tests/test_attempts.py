@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.attempt_events import Submitted
 from rllm_sweeps.records.launch import LAUNCH_ENV, JobLaunch, judged_metrics
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.metrics import best_values
@@ -51,8 +52,8 @@ def test_total_time_counts_every_attempt_not_only_the_last(tmp_path):
 
 def test_the_sweepers_submissions_are_remembered_newest_last(tmp_path):
     assert attempts.latest_scheduler_id(tmp_path) is None
-    attempts.append_event(tmp_path, "submitted", scheduler_id="11_0", folder="/f", generation=1)
-    attempts.append_event(tmp_path, "submitted", scheduler_id="12", folder=None, generation=2)
+    attempts.append_event(tmp_path, Submitted(time=1.0, scheduler_id="11_0", folder="/f", generation=1))
+    attempts.append_event(tmp_path, Submitted(time=2.0, scheduler_id="12", folder=None, generation=2))
     assert [s.scheduler_id for s in attempts.submissions(tmp_path)] == ["11_0", "12"]
     assert attempts.latest_scheduler_id(tmp_path) == "12"
 

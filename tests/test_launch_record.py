@@ -65,7 +65,7 @@ def test_a_new_attempts_launch_record_removes_those_before_the_previous_attempts
 
 
 def test_the_launch_record_reads_back_as_written_and_a_job_by_hand_has_none(tmp_path):
-    trial = OptunaTrial(TrialAddress("/x/optuna.journal", "s", 3, 1, 2), PrunerSettings("MedianPruner", {"a": 1}))
+    trial = OptunaTrial.at(TrialAddress("/x/optuna.journal", "s", 3, 1, 2), PrunerSettings("MedianPruner", {"a": 1}))
     launch = JobLaunch(4, "abc", (Metric("val_loss", "minimize"), Metric()), trial)
     path = launch.write(tmp_path)
     assert path == JobPaths(tmp_path).launch(4)
@@ -79,13 +79,13 @@ def test_the_launch_record_reads_back_as_written_and_a_job_by_hand_has_none(tmp_
 def test_a_sweeps_job_reads_its_judged_metrics_and_optuna_trial_from_its_launch_record(tmp_path):
     url = storage_url(None, tmp_path)
     study = optuna.create_study(study_name="s", storage=open_storage(url), direction="minimize")
-    study.set_user_attr(STUDY_ATTR, SweepAttrs(["val_reward_mean"], "none").to_dict())
+    study.set_user_attr(STUDY_ATTR, SweepAttrs(["val_reward_mean"], "none").attribute())
     number = study.ask().number
     # Not the default (val_reward_mean, maximized, alone): the record's own.
     metrics = [Metric("val_reward_std", "minimize"), Metric("val_reward_mean", "maximize")]
     runner, job = one_job_runner(tmp_path, metrics)
     job = PlannedJob(0, QUICK, {}, "p0", 0, None, "h0", SHAPE)
-    run = JobToRun(job, job_dir_for(tmp_path, job), OptunaTrial(TrialAddress(url, "s", number), PrunerSettings()))
+    run = JobToRun(job, job_dir_for(tmp_path, job), OptunaTrial.at(TrialAddress(url, "s", number), PrunerSettings()))
     request = runner.request(run)
     env = {**os.environ, **request.env, "RLLM_SWEEPS_WARM_SERVER": "off"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])

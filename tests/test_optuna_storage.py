@@ -30,16 +30,16 @@ def make_study(tmp_path: Path, pruner: str = "median", metrics: tuple[str, ...] 
     study = optuna.create_study(
         study_name="s", storage=open_storage(url), directions=["maximize"] * len(metrics), load_if_exists=True
     )
-    study.set_user_attr(STUDY_ATTR, SweepAttrs(list(metrics), pruner).to_dict())
+    study.set_user_attr(STUDY_ATTR, SweepAttrs(list(metrics), pruner).attribute())
     return url
 
 
 def job_trial(url: str, number: int, replica: int = 0, replicas: int = 1) -> OptunaTrial:
     """A job's trial as its launch record carries it: the study's pruner, as the sweeper hands it."""
     study = optuna.load_study(study_name="s", storage=open_storage(url))
-    attrs = SweepAttrs.from_dict(study.user_attrs[STUDY_ATTR])
+    attrs = SweepAttrs.of_study(study.user_attrs, study.study_name)
     pruner = pruner_settings(OptunaSettings(pruner=attrs.pruner, pruner_options=attrs.pruner_options))
-    return OptunaTrial(TrialAddress(url, "s", number, replica, replicas), pruner)
+    return OptunaTrial.at(TrialAddress(url, "s", number, replica, replicas), pruner)
 
 
 def test_eight_concurrent_workers_lose_no_trial_and_no_intermediate_value(tmp_path):
@@ -120,7 +120,7 @@ def test_a_trial_address_comes_from_the_launch_record_and_is_checked(tmp_path):
     data = json.loads(path.read_text())
     del data["trial"]["trial"]
     (tmp_path / "incomplete.json").write_text(json.dumps(data))
-    with pytest.raises(ValueError, match=r"launch record .*incomplete.json .*unreadable: 'trial'"):
+    with pytest.raises(ValueError, match=r"incomplete.json .*unreadable: .*'trial.trial': field required"):
         read_launch(tmp_path / "incomplete.json")
     data["trial"] |= {"trial": 3, "replica": 2}
     (tmp_path / "out_of_range.json").write_text(json.dumps(data))

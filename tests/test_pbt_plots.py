@@ -10,6 +10,7 @@ import pytest
 from test_report import job_dir_of, make_sweep, plan_dict, write_job
 
 from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.metric_rows import TrainRow, ValRow
 from rllm_sweeps.records.metrics import MetricsLog
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.schedule import Parent, Schedule, Segment, write_schedule
@@ -45,9 +46,9 @@ def pbt_sweep(tmp_path: Path) -> Path:
         job_dir.mkdir(parents=True)
         log = MetricsLog(job_dir)
         for step, lr in enumerate(LRS[trial], start=1):
-            log.append({"kind": "train", "step": step, "lr": lr, "reward_mean": 0.1 * step + 0.01 * trial})
+            log.append(TrainRow(step=step, lr=lr, reward_mean=0.1 * step + 0.01 * trial))
             if step in VAL[trial]:
-                log.append({"kind": "val", "step": step, "val_reward_mean": VAL[trial][step]})
+                log.append(ValRow(step=step, val_reward_mean=VAL[trial][step]))
         log.close()
         final = {"val_reward_mean": VAL[trial][4]}
         JobResult(

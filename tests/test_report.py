@@ -13,7 +13,10 @@ from typing import Any
 
 import pytest
 
+from rllm_sweeps.records.attempt_events import Ended, Started
+from rllm_sweeps.records.metric_rows import TrainRow, ValRow
 from rllm_sweeps.records.metrics import MetricsLog
+from rllm_sweeps.records.model import load
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.report import (
@@ -128,9 +131,9 @@ def write_job(
     job_dir.mkdir(parents=True, exist_ok=True)
     log = MetricsLog(job_dir)
     for step in range(1, steps + 1):
-        log.append({"kind": "train", "step": step, "time": 1000.0 + step, "reward_mean": 0.1 * step})
+        log.append(TrainRow(step=step, time=1000.0 + step, reward_mean=0.1 * step))
     for i, v in enumerate(val):
-        log.append({"kind": "val", "step": 2 * (i + 1), "time": 1000.0 + 2 * (i + 1), "val_reward_mean": v})
+        log.append(ValRow(step=2 * (i + 1), time=1000.0 + 2 * (i + 1), val_reward_mean=v))
     log.close()
     final = {"val_reward_mean": val[-1]} if val and status == JobStatus.COMPLETED else {}
     best = {"val_reward_mean": max(val)} if val and status == JobStatus.COMPLETED else {}
@@ -168,7 +171,7 @@ def test_plan_dict_shape_matches_plan_to_dict():
 
     ours = plan_dict(ZIP_POINTS)
     spec = SweepSpec.from_dict({"metric": {"name": "val_reward_mean", "goal": "maximize"}, "seeds": 2})
-    jobs = [PlannedJob.from_dict(j) for j in ours["jobs"]]
+    jobs = [load(PlannedJob, j, "plan") for j in ours["jobs"]]
     real = Plan(spec, BASE, jobs, Totals(2, 4, 2, 2, 0, 4, 0.0, 0.0)).to_dict()
     assert set(real) == set(ours)
     assert set(real["totals"]) == set(ours["totals"])
@@ -486,17 +489,13 @@ def test_a_minimizing_sweeps_best_comes_from_the_validation_history_by_its_goal(
 
 def test_a_jobs_time_covers_every_attempt_not_only_the_last(tmp_path):
     from rllm_sweeps.records import attempts
-    from rllm_sweeps.records.layout import JobPaths
 
     plan = plan_dict([{"trainer.lr": 1e-3}], seeds=None)
     sweep = make_sweep(tmp_path, plan)
     job_dir = write_job(sweep, plan["jobs"][0], started_at=2000.0, wall_time_s=30.0, restarts=1, attempts=2)
-    events = [("start", 1000.0, "7"), ("end", 1100.0, "7"), ("start", 1970.0, "8"), ("end", 2030.0, "8")]
+    events = [(Started, 1000.0, "7"), (Ended, 1100.0, "7"), (Started, 1970.0, "8"), (Ended, 2030.0, "8")]
     for event, at, sid in events:
-        attempts.append_event(job_dir, event, scheduler_id=sid, generation=1)
-        lines = JobPaths(job_dir).attempts.read_text().splitlines()
-        last = json.loads(lines[-1]) | {"time": at}
-        JobPaths(job_dir).attempts.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+        attempts.append_event(job_dir, event(time=at, scheduler_id=sid, generation=1))
     report = build_report(sweep)
     assert report.jobs[0].wall_time_s == 100.0 + 60.0  # both attempts, not the last one's 30 s
     assert report.jobs[0].attempts == 2

@@ -299,6 +299,7 @@ def test_the_progress_lines_best_on_a_tie_is_the_first_job_as_in_the_report_and_
 
 
 def test_the_progress_line_shows_each_running_jobs_step_and_an_eta_before_any_job_ends(tmp_path, capsys):
+    from rllm_sweeps.records.metric_rows import TrainRow
     from rllm_sweeps.records.metrics import MetricsLog
     from rllm_sweeps.sweep.runner import JobToRun, _Running
 
@@ -310,7 +311,7 @@ def test_the_progress_line_shows_each_running_jobs_step_and_an_eta_before_any_jo
         run = JobToRun(job, job_dir_for(tmp_path, job))
         run.job_dir.mkdir(parents=True)
         log = MetricsLog(run.job_dir)
-        log.append({"kind": "train", "time": 0.0, "total_steps": 30, "step": step, "reward_mean": 0.1})
+        log.append(TrainRow(time=0.0, total_steps=30, step=step, reward_mean=0.1))
         log.close()
         runner.running[job.index] = _Running(run, None, time.monotonic() - 60)  # 60 s in
     runner.print_progress()

@@ -379,12 +379,13 @@ def test_max_grad_norm_clips_the_gradient_before_adamw_on_the_jax_engine(backend
 
 
 def test_the_checkpoint_keeps_dynamic_samplings_data_position_and_the_kl_coefficient():
+    from rllm_sweeps.records.model import dump, load
     from rllm_sweeps.training.checkpoints import TrainerState
 
     state = TrainerState(step=3, extra_batches=5, kl_coef=0.0009)
-    again = TrainerState.from_dict(state.to_dict())
+    again = load(TrainerState, dump(state), "trainer_state.json")
     assert (again.step, again.extra_batches, again.kl_coef) == (3, 5, 0.0009)
-    assert TrainerState.from_dict({"step": 2}).extra_batches == 0  # a checkpoint written before them
+    assert load(TrainerState, {"step": 2}, "old").extra_batches == 0  # a checkpoint written before them
 
 
 def test_the_kl_loss_term_adds_its_gradient_to_the_custom_loss_as_skyrls_worker_weighs_it():

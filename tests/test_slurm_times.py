@@ -16,6 +16,7 @@ import pytest
 from launchers.base import JobState, LaunchRequest
 from launchers.slurm_times import SlurmRun, missing_ends, parse_runs
 from rllm_sweeps.records import attempts
+from rllm_sweeps.records.attempt_events import Ended, Started
 from rllm_sweeps.records.resources import Resources
 
 # `sacct --duplicates --allocations --noheader --parsable2 -o JobID,Start,End,State -j 41` with
@@ -34,12 +35,12 @@ def test_sacct_runs_are_read_in_order_with_epoch_or_iso_times():
     assert iso.end - iso.start == 41 and iso.state == "CANCELLED"
 
 
-def _start(t: float, restarts: int, sid: str = "41") -> dict:
-    return {"event": "start", "time": t, "scheduler_id": sid, "restart_count": restarts, "generation": 0}
+def _start(t: float, restarts: int, sid: str = "41") -> Started:
+    return Started(time=t, scheduler_id=sid, restart_count=restarts, generation=0)
 
 
 def test_each_attempt_without_an_end_gets_the_end_of_its_slurm_run():
-    events = [_start(1796425395, 0), _start(1796425474, 1), {"event": "end", "time": 1796425527, "scheduler_id": "41"}]
+    events = [_start(1796425395, 0), _start(1796425474, 1), Ended(time=1796425527, scheduler_id="41")]
     ends = missing_ends(events, "41", parse_runs(SACCT))
     assert [(e.restart_count, e.time) for e in ends] == [(0, 1796425432.0)]  # the requeued run's End
     assert missing_ends(events, "41", []) == []  # SLURM does not know it (yet): nothing invented
@@ -52,7 +53,7 @@ def test_a_reconstructed_end_closes_its_own_attempt_and_the_job_time_matches_slu
     attempts.record_start(tmp_path, "41", 1, 0)
     attempts.record_end(tmp_path, "41", 0, 0, restart_count=1)
     events = attempts.read_events(tmp_path)
-    first, second = (e["time"] for e in events if e["event"] == "start")
+    first, second = (e.time for e in events if e.event == "start")
     runs = [SlurmRun("41", first - 2, first + 41, "REQUEUED"), SlurmRun("41", second - 2, second + 58, "COMPLETED")]
     for end in missing_ends(events, "41", runs):
         attempts.record_end(tmp_path, "41", None, end.generation, end.restart_count, time_s=end.time, source="sacct")
@@ -60,7 +61,7 @@ def test_a_reconstructed_end_closes_its_own_attempt_and_the_job_time_matches_slu
     assert [a.ended_at is not None for a in runs_read] == [True, True]
     assert runs_read[0].ended_at == first + 41  # not the second attempt's end
     total = attempts.total_time_s(runs_read, None)
-    assert total == pytest.approx(41 + (events[2]["time"] - second), abs=0.01)
+    assert total == pytest.approx(41 + (events[2].time - second), abs=0.01)
 
 
 # ---- the real cluster ------------------------------------------------------------------------
@@ -87,10 +88,10 @@ def test_a_job_whose_wrapper_is_killed_gets_its_end_from_sacct(slurm_env, tmp_pa
     request = LaunchRequest(0, job_dir, [sys.executable, "-c", SLEEPER], resources=resources)
     job = launcher.submit(request)
     deadline = time.monotonic() + 120
-    while not (starts := [e for e in attempts.read_events(job_dir) if e["event"] == "start"]):
+    while not (starts := [e for e in attempts.read_events(job_dir) if e.event == "start"]):
         assert time.monotonic() < deadline, "the job never started"
         time.sleep(0.5)
-    wrapper = int(starts[0]["pid"])
+    wrapper = int(starts[0].pid)
     sleeper = _children(wrapper)
     os.kill(wrapper, signal.SIGKILL)  # the wrapper dies before it can write its end
     for pid in sleeper:
@@ -98,8 +99,8 @@ def test_a_job_whose_wrapper_is_killed_gets_its_end_from_sacct(slurm_env, tmp_pa
     while (status := launcher.poll(job)).state != JobState.FINISHED:
         assert time.monotonic() < deadline + 120, f"the job did not end: {status}"
         time.sleep(0.5)
-    ends = [e for e in attempts.read_events(job_dir) if e["event"] == "end"]
-    assert len(ends) == 1 and ends[0]["source"] == "sacct", ends
+    ends = [e for e in attempts.read_events(job_dir) if e.event == "end"]
+    assert len(ends) == 1 and ends[0].source == "sacct", ends
     sacct = subprocess.run(
         ["sacct", "-X", "-n", "-P", "-o", "End", "-j", job.job_id],
         capture_output=True,

@@ -3,10 +3,10 @@ inside a sweep's records (records/layout.py), decided without running a job."""
 
 from __future__ import annotations
 
-import json
-
 from rllm_sweeps.records.layout import SweepPaths, sweep_holding
 from rllm_sweeps.records.manifest import SweepManifest, record_invocation
+from rllm_sweeps.records.model import write_record
+from rllm_sweeps.records.plan import PlanFacts, PlanRecord, Totals
 from rllm_sweeps.rerun import default_out
 from rllm_sweeps.sweep.ownership import refusal, sweep_family, sweep_id
 
@@ -39,7 +39,10 @@ def test_another_sweep_is_refused_naming_both_ids_and_an_older_manifest_gets_its
     other = {**SPEC, "parameters": {"trainer.lr": {"min": 1e-3, "max": 1e-1}}}
     for family in (True, False):
         sweep_dir = made(tmp_path / str(family), family=family)
-        (sweep_dir / "plan.json").write_text(json.dumps({"spec": SPEC, "base_overrides": BASE, "jobs": []}))
+        totals = Totals(0, 0, 1, 0, 0, 0, 0.0, 0.0)
+        facts = PlanFacts((), "trainer.seed", ("trainer.lr",))
+        plan = PlanRecord.of(facts, spec=SPEC, source="cli", base_overrides=tuple(BASE), complete=True, totals=totals)
+        write_record(sweep_dir / "plan.json", plan)
         why = refusal(sweep_dir, sweep_id(other, BASE), sweep_family(other, BASE))
         assert f"holds sweep {sweep_id(SPEC, BASE)}" in why and f"another sweep, {sweep_id(other, BASE)}" in why
         assert "hydra.sweep.dir=DIR" in why

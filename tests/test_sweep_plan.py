@@ -17,6 +17,7 @@ from rllm_sweeps.jobhash import config_hash
 from rllm_sweeps.keymap import BY_NATIVE
 from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.layout import PLAN_FILE
+from rllm_sweeps.records.model import dump
 from rllm_sweeps.records.plan import PLAN_SCHEMA_VERSION
 from rllm_sweeps.sweep.parse_cli import SWEEP_DIR
 from rllm_sweeps.sweep.planner import make_plan, plan_sweep
@@ -203,7 +204,7 @@ def test_planned_hashes_are_what_each_job_composes_to(args):
     for job in plan.jobs:
         cfg = load_config(job.overrides, notify=quiet)
         assert config_hash(cfg) == job.config_hash, job.overrides
-        assert job.resources.to_dict() == OmegaConf.to_container(cfg.resources, resolve=True)
+        assert dump(job.resources) == OmegaConf.to_container(cfg.resources, resolve=True)
 
 
 # ---- errors: all at once, each named ----------------------------------------------------------
@@ -328,7 +329,7 @@ def test_plan_json_has_the_spec_totals_and_every_job(tmp_path):
     data = json.loads(path.read_text())
     assert data["complete"] is True and data["totals"]["jobs"] == 20 == len(data["jobs"])
     assert data["spec"] == plan.spec.to_dict() and SweepSpec.from_dict(data["spec"]).to_dict() == data["spec"]
-    assert data["jobs"][3] == plan.jobs[3].to_dict()
+    assert data["jobs"][3] == dump(plan.jobs[3])
 
 
 def test_plan_json_states_the_metrics_the_seed_key_and_the_swept_keys(tmp_path):
@@ -408,7 +409,7 @@ def test_a_runs_plan_is_streamed_to_disk_and_equals_the_in_memory_plan_with_prog
         streamed = plan_sweep(args, progress=lambda done, total, s: heard.append((done, total)))
     preview = plan_sweep(args, limit=100)  # a preview's jobs are kept in memory
     assert isinstance(streamed.jobs, JobSpool) and isinstance(preview.jobs, list)
-    assert [j.to_dict() for j in streamed.jobs] == [j.to_dict() for j in preview.jobs]
+    assert [dump(j) for j in streamed.jobs] == [dump(j) for j in preview.jobs]
     assert len(streamed.jobs) == 12 and streamed.jobs[7] == preview.jobs[7] and streamed.jobs[-1] == preview.jobs[11]
     assert heard[0] == (0, 12) and heard[-1] == (12, 12)
     assert streamed.resource_shapes == [preview.jobs[0].resources]

@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from rllm_sweeps.cli import main as cli
-from rllm_sweeps.records.plan import PlanRecord
+from rllm_sweeps.records.plan import read_plan
 from rllm_sweeps.sweep.ownership import sweep_id
 from rllm_sweeps.sweep.planner import plan_sweep
 from rllm_sweeps.sweep.run import write_plan
@@ -192,7 +192,7 @@ def test_a_sweep_planned_under_the_old_log_uniform_keeps_its_id_its_points_and_i
     assert sweep_id(data["spec"], data["base_overrides"]) == sweep_id(plan.spec.to_dict(), plan.base_overrides)
     write_plan(plan, tmp_path)  # what a resume does: the same plan is not written again
     assert (tmp_path / "plan.json").read_bytes() == before
-    record = PlanRecord.from_dict(data)  # read back in today's names, and parsed as the sweep it was
+    record = read_plan(tmp_path / "plan.json")  # read back in today's names, and parsed as the sweep it was
     assert record.spec["parameters"]["trainer.lr"]["distribution"] == "log_uniform_values"
     assert (
         SweepSpec.from_dict(record.spec).param("trainer.lr").describe().startswith("log-uniform over [1.0e-4, 1.0e-2]")

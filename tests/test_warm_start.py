@@ -224,12 +224,12 @@ def test_a_job_forked_from_the_fork_server_or_the_warm_server_trains_exactly_as_
     )  # fmt: skip
     assert swept.returncode == 0, swept.stdout[-3000:] + swept.stderr[-3000:]
     (job_dir,) = (tmp_path / "sweep" / "jobs").iterdir()
-    (start,) = [e for e in read_events(job_dir) if e["event"] == "start"]
-    assert start.get("forked") is True  # the launcher forked it rather than starting an interpreter
+    (start,) = [e for e in read_events(job_dir) if e.event == "start"]
+    assert start.forked is True  # the launcher forked it rather than starting an interpreter
 
     def numbers(directory: Path) -> list[dict]:
         keep = ("step", "reward_mean", "loss", "grad_norm", "tokens_sampled", "val_reward_mean")
-        return [{k: r[k] for k in keep if k in r} for r in read_metrics(directory)]
+        return [{k: v for k in keep if (v := r.value(k)) is not None} for r in read_metrics(directory)]
 
     assert numbers(job_dir) == numbers(by_hand)
     assert len(numbers(by_hand)) >= 2  # a training step and the final validation

@@ -74,6 +74,12 @@ class RllmSweeper(Sweeper):
             raise SystemExit(2)
         settings = dataclasses.replace(self.settings, params=t.params)
         extra = [f"sweep.{key}={format_value(value)}" for key, value in t.settings.items()]
-        return run_sweep(
-            [*extra, *arguments], self.config, settings, config_loader=self.config_loader, notes=tuple(t.notes)
-        )
+        from rllm_sweeps.problems import RecordError
+
+        try:
+            return run_sweep(
+                [*extra, *arguments], self.config, settings, config_loader=self.config_loader, notes=tuple(t.notes)
+            )
+        except RecordError as err:  # a record of the sweep directory that does not read: its file and field
+            print(f"error: {err}; nothing more was launched", file=sys.stderr)
+            raise SystemExit(2) from None

@@ -1,21 +1,20 @@
 """PBT's shared board: each trial's latest score, as files a trial's job reads and writes itself.
 
-    <board>/trial_<k>.json    {"trial", "step", "score", "settings"}: trial k's latest report
+    <board>/trial_<k>.json    TrialState (pbt/decision.py): trial k's latest report
 
 A job at its perturbation interval writes its own line and reads everyone's (decision.decide), so
 nobody waits for stragglers and no sweeper has to be up for a decision: a sweeper crash loses no
-step. Each file is replaced whole (results.write_json_atomic): a reader never sees half of one.
+step. Each file is replaced whole (write_record): a reader never sees half of one.
 The board lives on the sweep directory's file system, which SLURM jobs share with the sweeper.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 
 from rllm_sweeps.pbt.decision import TrialState
-from rllm_sweeps.records.atomic import write_json_atomic
+from rllm_sweeps.records.model import read_record, write_record
 
 
 class PopulationBoard:
@@ -30,17 +29,13 @@ class PopulationBoard:
         previous = self.read(state.trial)
         if previous is not None and previous.step > state.step:
             return
-        write_json_atomic(
-            self.path(state.trial),
-            {"trial": state.trial, "step": state.step, "score": state.score, "settings": dict(state.settings)},
-        )
+        write_record(self.path(state.trial), state)
 
     def read(self, trial: int) -> TrialState | None:
         try:
-            d = json.loads(self.path(trial).read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+            return read_record(TrialState, self.path(trial))
+        except FileNotFoundError:
             return None
-        return TrialState(int(d["trial"]), int(d["step"]), d["score"], dict(d["settings"]))
 
     def states(self) -> list[TrialState]:
         """Every trial's latest report, by trial number."""

@@ -19,35 +19,47 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, ClassVar
+
+from pydantic import PlainSerializer, PlainValidator
+from pydantic.dataclasses import dataclass as record
 
 from rllm_sweeps.optuna_quiet import quiet_optuna
+from rllm_sweeps.records.model import Migration, same_shape
 
 
-@dataclass(frozen=True)
+def _distribution(value: Any) -> Any:
+    """An Optuna distribution, or its JSON (pbt.json's) made one."""
+    from optuna.distributions import BaseDistribution, json_to_distribution
+
+    return value if isinstance(value, BaseDistribution) else json_to_distribution(json.dumps(value))
+
+
+def _distribution_json(value: Any) -> Any:
+    from optuna.distributions import distribution_to_json
+
+    return json.loads(distribution_to_json(value))
+
+
+# An Optuna distribution in a record: Optuna's own JSON of it ({"name": ..., "attributes": {...}}).
+OptunaDistribution = Annotated[
+    Any,
+    PlainValidator(_distribution, json_schema_input_type=dict[str, Any]),
+    PlainSerializer(_distribution_json, return_type=dict[str, Any]),
+]
+
+
+@record(frozen=True)
 class Domain:
     """Where a mutated key's values lie: its sweep parameter's Optuna distribution (what a resample
     draws from, what a perturbation stays inside) and, for a categorical key, its values in order."""
 
     key: str
-    distribution: Any  # an optuna.distributions.BaseDistribution
+    distribution: OptunaDistribution  # an optuna.distributions.BaseDistribution
     values: tuple[Any, ...] | None = None  # a categorical key's values (a perturbation moves to a neighbour)
 
-    def to_dict(self) -> dict[str, Any]:
-        from optuna.distributions import distribution_to_json
 
-        values = None if self.values is None else list(self.values)
-        return {"key": self.key, "distribution": json.loads(distribution_to_json(self.distribution)), "values": values}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Domain:
-        from optuna.distributions import json_to_distribution
-
-        values = None if d["values"] is None else tuple(d["values"])
-        return cls(str(d["key"]), json_to_distribution(json.dumps(d["distribution"])), values)
-
-
-@dataclass(frozen=True)
+@record(frozen=True)
 class Mutation:
     """How one key explores: resampled from `domain` with `resample_probability`, else multiplied
     by one of `factors` (a categorical key moves to a neighbouring value)."""
@@ -56,20 +68,8 @@ class Mutation:
     factors: tuple[float, ...] = (0.8, 1.2)
     resample_probability: float = 0.25
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "domain": self.domain.to_dict(),
-            "factors": list(self.factors),
-            "resample_probability": self.resample_probability,
-        }
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Mutation:
-        factors = tuple(float(f) for f in d["factors"])
-        return cls(Domain.from_dict(d["domain"]), factors, float(d["resample_probability"]))
-
-
-@dataclass(frozen=True)
+@record(frozen=True)
 class PbtSettings:
     population: int
     interval: int  # training steps between decisions
@@ -77,29 +77,20 @@ class PbtSettings:
     mutations: tuple[Mutation, ...] = ()
     seed: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "population": self.population,
-            "interval": self.interval,
-            "quantile": self.quantile,
-            "mutations": [m.to_dict() for m in self.mutations],
-            "seed": self.seed,
-        }
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> PbtSettings:
-        mutations = tuple(Mutation.from_dict(m) for m in d["mutations"])
-        return cls(int(d["population"]), int(d["interval"]), float(d["quantile"]), mutations, int(d["seed"]))
-
-
-@dataclass(frozen=True)
+@record(frozen=True)
 class TrialState:
-    """What a trial last reported: its score at `step` (None before its first) and its settings."""
+    """What a trial last reported: its score at `step` (None before its first) and its settings.
+    The record of the PBT board's trial_<k>.json (pbt/board.py)."""
+
+    MIGRATIONS: ClassVar[Mapping[int, Migration]] = {0: same_shape}
 
     trial: int
     step: int
     score: float | None
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    # The mutated keys' values (trainer.lr -> 3e-4): a categorical mutation's values are any JSON value.
+    settings: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = 1
 
 
 @dataclass(frozen=True)

@@ -12,57 +12,53 @@ trial is one: its schedule replays what the trial trained).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic.dataclasses import dataclass
 
 from rllm_sweeps.pbt.decision import PbtSettings
-from rllm_sweeps.records.atomic import write_text_atomic
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.model import Migration, RecordError, read_record, write_record
 from rllm_sweeps.records.plan import Metric
+
+MEMBERSHIP_SCHEMA_VERSION = 1  # 0: the same shape (with `settings`), before records were versioned
+
+
+def _from_v0(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 0 is today's shape, unless it is older still: the sweep's `spec` where `settings` is
+    now (before the decisions' settings were written down). Its settings would need the sweep DSL,
+    which a job does not read: such a trial is rerun from its checkpoint by resuming its sweep."""
+    if "settings" not in data and "spec" in data:
+        raise RecordError(
+            "field 'settings': missing; this membership was written by a release before the decisions' "
+            "settings were recorded (it holds the sweep's 'spec'): run the sweep's command again (a resume), "
+            "which rewrites every trial's pbt.json before launching it"
+        )
+    return data
 
 
 @dataclass(frozen=True)
 class PbtMembership:
+    MIGRATIONS: ClassVar[Mapping[int, Migration]] = {0: _from_v0}
+
     trial: int  # this trial's number (its plan index)
     board: Path  # the population's score board
-    trials: Mapping[int, Path]  # every trial's job directory (whose checkpoints it may copy)
+    trials: dict[int, Path]  # every trial's job directory (whose checkpoints it may copy)
     settings: PbtSettings  # the decisions' settings (interval, quantile, mutations, seed)
     metric: Metric  # the score a trial reports (the sweep's first metric)
     keys: tuple[str, ...]  # the swept keys (the settings a trial's schedule sets)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "trial": self.trial,
-            "board": str(self.board),
-            "trials": {str(k): str(v) for k, v in sorted(self.trials.items())},
-            "settings": self.settings.to_dict(),
-            "metric": {"name": self.metric.name, "goal": self.metric.goal},
-            "keys": list(self.keys),
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> PbtMembership:
-        return cls(
-            trial=int(d["trial"]),
-            board=Path(d["board"]),
-            trials={int(k): Path(v) for k, v in d["trials"].items()},
-            settings=PbtSettings.from_dict(d["settings"]),
-            metric=Metric(str(d["metric"]["name"]), str(d["metric"]["goal"])),
-            keys=tuple(str(k) for k in d["keys"]),
-        )
+    schema_version: int = MEMBERSHIP_SCHEMA_VERSION
 
 
 def write_membership(job_dir: Path, membership: PbtMembership) -> Path:
-    return write_text_atomic(JobPaths(Path(job_dir)).pbt, json.dumps(membership.to_dict(), indent=2) + "\n")
+    return write_record(JobPaths(Path(job_dir)).pbt, membership)
 
 
 def read_membership(job_dir: Path) -> PbtMembership | None:
     """The job's membership, or None: not a PBT trial."""
     try:
-        text = JobPaths(Path(job_dir)).pbt.read_text()
+        return read_record(PbtMembership, JobPaths(Path(job_dir)).pbt)
     except FileNotFoundError:
         return None
-    return PbtMembership.from_dict(json.loads(text))

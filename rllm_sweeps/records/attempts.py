@@ -1,6 +1,7 @@
 """A job's life on the scheduler: every submission, every attempt, and which attempt may write.
 
-`attempts.jsonl` in the job directory, one event per line, appended (never rewritten):
+`attempts.jsonl` in the job directory, one event per line, appended (never rewritten); the lines'
+model is records/attempt_events.py:
 
     {"event": "submitted", "time", "generation", "scheduler_id", "folder"}   by the sweeper
     {"event": "start", "time", "generation", "scheduler_id", "restart_count", "host", "pid"}
@@ -22,24 +23,24 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from rllm_sweeps.problems import RecordError
+from rllm_sweeps.records.attempt_events import Ended, Started, Submitted, load_event
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.model import json_data, line_of
 
 RAY_ID_PREFIX = "rllm-"  # how a Ray job id (launchers/ray_cluster.py's submission id) starts; SLURM's are numbers
 
 
-def append_event(job_dir: Path, event: str, **fields: Any) -> None:
+def append_event(job_dir: Path, event: Submitted | Started | Ended) -> None:
     """One line, appended in a single write (O_APPEND): concurrent writers never interleave."""
-    record = {"event": event, "time": time.time()} | {k: v for k, v in fields.items() if v is not None}
-    line = (json.dumps(record, sort_keys=True) + "\n").encode()
+    line = line_of(event).encode()
     Path(job_dir).mkdir(parents=True, exist_ok=True)
     fd = os.open(JobPaths(Path(job_dir)).attempts, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     try:
@@ -48,15 +49,22 @@ def append_event(job_dir: Path, event: str, **fields: Any) -> None:
         os.close(fd)
 
 
-def read_events(job_dir: Path) -> list[dict[str, Any]]:
+def read_events(job_dir: Path) -> list[Submitted | Started | Ended]:
+    """The job's events, oldest first. A line cut short by a crash is skipped (a later writer's
+    line follows it); one that does not validate is a RecordError naming the file and line."""
+    path = JobPaths(Path(job_dir)).attempts
     try:
-        text = JobPaths(Path(job_dir)).attempts.read_text()
+        text = path.read_text()
     except FileNotFoundError:
         return []
     events = []
-    for line in text.splitlines():
-        with contextlib.suppress(json.JSONDecodeError):  # a line cut short by a crash
-            events.append(json.loads(line))
+    for n, line in enumerate(text.splitlines(), 1):
+        source = f"{path}:{n}"
+        try:
+            data = json_data(line, source)
+        except RecordError:
+            continue
+        events.append(load_event(data, source))
     return events
 
 
@@ -89,9 +97,9 @@ class Attempt:
 
 def submissions(job_dir: Path) -> list[Submission]:
     return [
-        Submission(str(e["scheduler_id"]), e.get("folder"), int(e.get("generation", 0)), float(e["time"]))
+        Submission(e.scheduler_id, e.folder, e.generation, e.time)
         for e in read_events(job_dir)
-        if e.get("event") == "submitted" and "scheduler_id" in e
+        if isinstance(e, Submitted)
     ]
 
 
@@ -100,39 +108,30 @@ def read_attempts(job_dir: Path) -> list[Attempt]:
     where the end names it, the same SLURM incarnation (`restart_count`: an end reconstructed from
     sacct may come after later attempts'); an end that does not name it closes the latest start."""
     out: list[Attempt] = []
-    open_: dict[tuple[Any, Any], dict[int, int]] = {}  # (scheduler id, generation) -> restart count -> index
+    open_: dict[tuple[str | None, int], dict[int, int]] = {}  # (scheduler id, generation) -> restart count -> index
     for e in read_events(job_dir):
-        key = (e.get("scheduler_id"), e.get("generation", 0))
-        if e.get("event") == "start":
-            open_.setdefault(key, {})[int(e.get("restart_count", 0))] = len(out)
+        key = (e.scheduler_id, e.generation)
+        if isinstance(e, Started):
+            open_.setdefault(key, {})[e.restart_count] = len(out)
             out.append(
                 Attempt(
-                    started_at=float(e["time"]),
+                    started_at=e.time,
                     ended_at=None,
-                    generation=int(e.get("generation", 0)),
-                    scheduler_id=e.get("scheduler_id"),
-                    restart_count=int(e.get("restart_count", 0)),
-                    host=e.get("host"),
+                    generation=e.generation,
+                    scheduler_id=e.scheduler_id,
+                    restart_count=e.restart_count,
+                    host=e.host,
                     exit_code=None,
                 )
             )
-        elif e.get("event") == "end" and open_.get(key):
+        elif isinstance(e, Ended) and open_.get(key):
             runs = open_[key]
-            restarts = e.get("restart_count")
-            which = int(restarts) if restarts is not None else max(runs, key=runs.__getitem__)
+            which = e.restart_count if e.restart_count is not None else max(runs, key=runs.__getitem__)
             if which not in runs:
                 continue
             i = runs.pop(which)
             a = out[i]
-            out[i] = Attempt(
-                a.started_at,
-                float(e["time"]),
-                a.generation,
-                a.scheduler_id,
-                a.restart_count,
-                a.host,
-                e.get("exit_code"),
-            )
+            out[i] = Attempt(a.started_at, e.time, a.generation, a.scheduler_id, a.restart_count, a.host, e.exit_code)
     return out
 
 
@@ -160,13 +159,15 @@ def record_start(
     started as a fresh interpreter)."""
     append_event(
         job_dir,
-        "start",
-        generation=generation,
-        scheduler_id=scheduler_id,
-        restart_count=restart_count,
-        host=socket.gethostname(),
-        pid=pid or os.getpid(),
-        **({"forked": True} if forked else {}),
+        Started(
+            time=time.time(),
+            generation=generation,
+            scheduler_id=scheduler_id,
+            restart_count=restart_count,
+            host=socket.gethostname(),
+            pid=pid or os.getpid(),
+            forked=forked,
+        ),
     )
 
 
@@ -181,11 +182,15 @@ def record_end(
 ) -> None:
     """An attempt's end: by its wrapper (now), or reconstructed by the sweeper (`time_s` and
     `source`: SLURM's accounting, launchers/slurm_times.py) where the wrapper was killed first."""
-    fields = {"generation": generation, "scheduler_id": scheduler_id, "exit_code": exit_code}
-    fields |= {"restart_count": restart_count, "source": source}
-    if time_s is not None:
-        fields["time"] = time_s
-    append_event(job_dir, "end", **fields)
+    end = Ended(
+        time=time.time() if time_s is None else time_s,
+        generation=generation,
+        scheduler_id=scheduler_id,
+        exit_code=exit_code,
+        restart_count=restart_count,
+        source=source,
+    )
+    append_event(job_dir, end)
 
 
 def attempt_ended(job_dir: Path, scheduler_id: str, restart_count: int) -> bool:
@@ -194,11 +199,11 @@ def attempt_ended(job_dir: Path, scheduler_id: str, restart_count: int) -> bool:
     killed before it could say so itself."""
     started = False
     for e in read_events(job_dir):
-        if str(e.get("scheduler_id")) != scheduler_id:
+        if e.scheduler_id != scheduler_id:
             continue
-        if e.get("event") == "start":
-            started = int(e.get("restart_count", 0)) == restart_count
-        elif e.get("event") == "end" and started:
+        if isinstance(e, Started):
+            started = e.restart_count == restart_count
+        elif isinstance(e, Ended) and started:
             return True
     return False
 

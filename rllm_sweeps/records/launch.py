@@ -26,20 +26,32 @@ reports to no trial, and validates its config itself. Standard library and recor
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from rllm_sweeps.records.atomic import write_json_atomic
+from pydantic.dataclasses import dataclass
+
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.metrics import DEFAULT_GOAL, DEFAULT_METRIC
+from rllm_sweeps.records.model import Migration, RecordError, read_record, same_shape, write_record
 from rllm_sweeps.records.plan import Metric
-from rllm_sweeps.study import TrialAddress
 
 LAUNCH_ENV = "RLLM_SWEEPS_LAUNCH"  # the path of the job's launch record: the one variable a sweep sets
+LAUNCH_SCHEMA_VERSION = 1  # 0: the same shape, before records were versioned
+
+
+@dataclass(frozen=True)
+class TrialAddress:
+    """One job's trial: the storage URL (study.py), the study, the trial number, and which seed replicate."""
+
+    storage: str
+    study: str
+    trial: int
+    replica: int = 0
+    replicas: int = 1
 
 
 @dataclass(frozen=True)
@@ -48,86 +60,58 @@ class PrunerSettings:
     the class in optuna.pruners, its keyword arguments with our defaults): each job builds the same."""
 
     cls: str = "NopPruner"
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def build(self) -> Any:
         import optuna
 
         return getattr(optuna.pruners, self.cls)(**dict(self.options))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"cls": self.cls, "options": dict(self.options)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PrunerSettings:
-        return cls(str(data.get("cls") or "NopPruner"), dict(data.get("options") or {}))
-
 
 @dataclass(frozen=True)
 class OptunaTrial:
-    """The Optuna trial a job reports to (training/trial.py), and the pruner it asks."""
+    """The Optuna trial a job reports to (training/trial.py), and the pruner it asks: its
+    TrialAddress's fields, and the pruner."""
 
-    address: TrialAddress
+    storage: str
+    study: str
+    trial: int
+    replica: int = 0
+    replicas: int = 1
     pruner: PrunerSettings = field(default_factory=PrunerSettings)
 
-    def to_dict(self) -> dict[str, Any]:
-        a = self.address
-        return {
-            "storage": a.storage,
-            "study": a.study,
-            "trial": a.trial,
-            "replica": a.replica,
-            "replicas": a.replicas,
-            "pruner": self.pruner.to_dict(),
-        }
+    def __post_init__(self) -> None:
+        if self.trial < 0 or not 0 <= self.replica < self.replicas:
+            raise ValueError(f"trial {self.trial}, replica {self.replica}/{self.replicas}: out of range")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> OptunaTrial:
-        address = TrialAddress(
-            str(data["storage"]),
-            str(data["study"]),
-            int(data["trial"]),
-            int(data.get("replica", 0)),
-            int(data.get("replicas", 1)),
-        )
-        if address.trial < 0 or not 0 <= address.replica < address.replicas:
-            raise ValueError(f"trial {address.trial}, replica {address.replica}/{address.replicas}: out of range")
-        return cls(address, PrunerSettings.from_dict(data.get("pruner") or {}))
+    def at(cls, address: TrialAddress, pruner: PrunerSettings) -> OptunaTrial:
+        a = address
+        return cls(a.storage, a.study, a.trial, a.replica, a.replicas, pruner)
+
+    @property
+    def address(self) -> TrialAddress:
+        return TrialAddress(self.storage, self.study, self.trial, self.replica, self.replicas)
 
 
 @dataclass(frozen=True)
 class JobLaunch:
     """What the sweeper hands one attempt of a job."""
 
+    MIGRATIONS: ClassVar[Mapping[int, Migration]] = {0: same_shape}
+
     generation: int  # the attempt's generation (records/attempts.py: AttemptFence)
     validated: str  # digest of the overrides the planner validated (config/planned.py): no second check
     metrics: tuple[Metric, ...]  # the sweep's metrics and goals: the job's `best` follows them
     trial: OptunaTrial | None = None  # an Optuna sweep's job: its trial
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "generation": self.generation,
-            "validated": self.validated,
-            "metrics": [{"name": m.name, "goal": m.goal} for m in self.metrics],
-            "trial": None if self.trial is None else self.trial.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> JobLaunch:
-        trial, metrics = data.get("trial"), data.get("metrics") or []
-        return cls(
-            generation=int(data["generation"]),
-            validated=str(data.get("validated") or ""),
-            metrics=tuple(Metric(str(m["name"]), str(m.get("goal") or DEFAULT_GOAL)) for m in metrics),
-            trial=OptunaTrial.from_dict(trial) if isinstance(trial, Mapping) else None,
-        )
+    schema_version: int = LAUNCH_SCHEMA_VERSION
 
     def write(self, job_dir: Path) -> Path:
         """The attempt's own file (atomically: a job starting meanwhile reads it whole or not at all);
         of the older ones, the previous attempt's stays (generations need not be consecutive: a retry
         raises the generation twice, records/attempts.py)."""
         paths = JobPaths(Path(job_dir))
-        path = write_json_atomic(paths.launch(self.generation), self.to_dict())
+        path = write_record(paths.launch(self.generation), self)
         older = sorted(g for g in paths.launches() if g < self.generation)
         for generation in older[:-1]:
             paths.launch(generation).unlink(missing_ok=True)
@@ -135,17 +119,18 @@ class JobLaunch:
 
 
 def read_launch(path: Path) -> JobLaunch:
-    """The launch record at `path`. ValueError, naming it, when it is missing or malformed."""
+    """The launch record at `path`. ValueError (RecordError: the file, the field), naming it, when
+    it is missing or malformed."""
     try:
         return _read(str(path))
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"the sweep's launch record {path} ({LAUNCH_ENV}) is unreadable: {err}") from None
+    except (OSError, RecordError) as err:
+        raise RecordError(f"the sweep's launch record {path} ({LAUNCH_ENV}) is unreadable: {err}") from None
 
 
 @functools.cache
 def _read(path: str) -> JobLaunch:
     # Cached: read once per process. Safe, as a launch record is never rewritten (one per generation).
-    return JobLaunch.from_dict(json.loads(Path(path).read_text()))
+    return read_record(JobLaunch, Path(path))
 
 
 def current_launch(environ: Mapping[str, str] = os.environ) -> JobLaunch | None:
@@ -171,6 +156,7 @@ __all__ = [
     "JobLaunch",
     "OptunaTrial",
     "PrunerSettings",
+    "TrialAddress",
     "current_launch",
     "judged_metrics",
     "launch_env",

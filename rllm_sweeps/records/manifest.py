@@ -10,14 +10,18 @@ extension may change (sweep/ownership.py); a directory belongs to the sweeps of 
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
-from rllm_sweeps.records.atomic import write_json_atomic
+from pydantic.dataclasses import dataclass
+
 from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.records.model import Migration, read_record, same_shape, write_record
+
+MANIFEST_SCHEMA_VERSION = 1  # 0: the same shape, before records were versioned
 
 
 @dataclass(frozen=True)
@@ -27,57 +31,37 @@ class Invocation:
     command: list[str]
     at: float
     launcher: str
-    sweep_id: str
+    sweep_id: str = ""
+
+
+@dataclass(frozen=True)
+class StudyLocation:
+    """Where an Optuna sweep's study is (the report opens it from here)."""
+
+    storage: str  # the storage URL (study.py)
+    study_name: str
 
 
 @dataclass(frozen=True)
 class SweepManifest:
+    MIGRATIONS: ClassVar[Mapping[int, Migration]] = {0: same_shape}
+
     sweep_id: str
     command: list[str]
     created_at: float
     launcher: str
     family: str | None = None  # None: written before families were recorded
-    study: dict[str, Any] | None = None  # method optuna: where the study is (the report opens it)
+    study: StudyLocation | None = None  # method optuna: where the study is
     history: list[Invocation] = field(default_factory=list)
+    schema_version: int = MANIFEST_SCHEMA_VERSION
 
     @classmethod
     def read(cls, sweep_dir: Path) -> SweepManifest | None:
-        """The directory's manifest, None without one (or one that does not read)."""
-        path = SweepPaths(sweep_dir).manifest
+        """The directory's manifest, None without one; RecordError for one that does not read."""
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+            return read_record(cls, SweepPaths(sweep_dir).manifest)
+        except FileNotFoundError:
             return None
-        if not isinstance(data, dict) or data.get("sweep_id") is None:
-            return None
-        history = [
-            Invocation(
-                [str(c) for c in h.get("command") or []],
-                float(h.get("at") or 0),
-                str(h.get("launcher") or ""),
-                str(h.get("sweep_id") or ""),
-            )
-            for h in data.get("history") or []
-            if isinstance(h, dict)
-        ]
-        study = data.get("study")
-        return cls(
-            sweep_id=str(data["sweep_id"]),
-            command=[str(c) for c in data.get("command") or []],
-            created_at=float(data.get("created_at") or 0),
-            launcher=str(data.get("launcher") or ""),
-            family=str(data["family"]) if data.get("family") is not None else None,
-            study=study if isinstance(study, dict) else None,
-            history=history,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        if self.study is None:
-            del out["study"]
-        if self.family is None:
-            del out["family"]
-        return out
 
 
 def record_invocation(
@@ -87,7 +71,7 @@ def record_invocation(
     family: str | None,
     command: list[str],
     launcher: str,
-    study: dict[str, Any] | None = None,
+    study: StudyLocation | None = None,
 ) -> SweepManifest:
     """Write the manifest of a new sweep, or append this command to an existing one's history."""
     now = time.time()
@@ -105,5 +89,5 @@ def record_invocation(
             previous.study or study,
             [*previous.history, entry],
         )
-    write_json_atomic(SweepPaths(sweep_dir).manifest, manifest.to_dict())
+    write_record(SweepPaths(sweep_dir).manifest, manifest)
     return manifest

@@ -1,15 +1,16 @@
 """A GPU job's memory records: its estimate by size (in plan.json, for the sweep's check before
 launch) and what its sizes became (in result.json: chosen, retried at half on out-of-memory).
 
-The estimate is made by training/gpu_memory.py; this is its record, so that plan.json's readers
-need nothing but the standard library. It is linear in each size, and the peak is the larger of
+The estimate is made by training/gpu_memory.py; this is its record (a pydantic model, records/model.py),
+so that plan.json's readers need no training stack. It is linear in each size, and the peak is the larger of
 training and sampling, so each size is fitted on its own (training/memory_fit.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import field
+
+from pydantic.dataclasses import dataclass
 
 GIB = 2**30
 
@@ -47,17 +48,6 @@ class MemoryNeed:
     def total_gib(self, micro_batch: int, sample_sequences: int) -> float:
         return self.total(micro_batch, sample_sequences) / GIB
 
-    @classmethod
-    def read(cls, data: Any) -> MemoryNeed | None:
-        """From plan.json (None: a plan without it, or written before it was recorded)."""
-        if not isinstance(data, dict):
-            return None
-        known = {f.name for f in fields(cls)}
-        try:
-            return cls(**{k: v for k, v in data.items() if k in known})
-        except TypeError:
-            return None
-
 
 @dataclass(frozen=True)
 class MemoryRetry:
@@ -81,13 +71,6 @@ class MemoryFit:
     estimate_gib: float | None = None  # at the sizes chosen; None: no estimate (no config.json here)
     activation_factor: float | None = None  # the estimate's, as the job ended (raised by a retry)
     retries: list[MemoryRetry] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.retries = [r if isinstance(r, MemoryRetry) else MemoryRetry(**r) for r in self.retries]
-
-    @classmethod
-    def read(cls, data: Any) -> MemoryFit | None:
-        return cls(**data) if isinstance(data, dict) else data
 
 
 __all__ = ["GIB", "MemoryFit", "MemoryNeed", "MemoryRetry"]

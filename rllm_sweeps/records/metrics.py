@@ -1,13 +1,17 @@
-"""A job's metrics: metrics.jsonl (one record per training step and per validation, appended), the
-names of the validation metrics a job reports, and how a job's best value of each is judged."""
+"""A job's metrics: metrics.jsonl (one row per training step and per validation, appended: its rows'
+model is records/metric_rows.py), the names of the validation metrics a job reports, and how a
+job's best value of each is judged."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.problems import RecordError
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.metric_rows import TrainRow, ValRow, load_row
+from rllm_sweeps.records.model import json_data, line_of
 
 # What a job's `final` holds: the validation metrics the loop reports (a sweep's metric is one of them).
 VALIDATION_METRICS = ("val_reward_mean", "val_reward_std", "val_response_length_mean", "val_num_samples")
@@ -15,8 +19,9 @@ VALIDATION_METRICS = ("val_reward_mean", "val_reward_std", "val_response_length_
 DEFAULT_METRIC, DEFAULT_GOAL = "val_reward_mean", "maximize"
 
 
-def best_values(validations: list[dict[str, Any]], metrics: list[tuple[str, str]]) -> dict[str, float]:
-    """Each metric's best value over the validations, by its goal (a metric never reported: absent)."""
+def best_values(validations: list[Mapping[str, Any]], metrics: list[tuple[str, str]]) -> dict[str, float]:
+    """Each metric's best value over the validations (result.json's), by its goal (a metric never
+    reported: absent)."""
     best: dict[str, float] = {}
     for name, goal in metrics:
         values = [float(v[name]) for v in validations if isinstance(v.get(name), int | float)]
@@ -50,10 +55,10 @@ def never_moved(name: str, values: list[float], where: str) -> str | None:
 
 
 class MetricsLog:
-    """metrics.jsonl: one JSON object per line, each with a `step`, appended and flushed.
+    """metrics.jsonl: one row per line, appended and flushed.
 
-    On resume, lines past the checkpoint's step are dropped first, so the file stays
-    continuous: no step missing, none repeated.
+    On resume, rows past the checkpoint's step are dropped first, so the file stays
+    continuous: no step missing, none repeated (the kept rows rewritten in today's schema).
     """
 
     def __init__(self, job_dir: Path, resume_from_step: int | None = None) -> None:
@@ -61,29 +66,34 @@ class MetricsLog:
         if resume_from_step is None:
             self.path.write_text("")
         else:
-            kept = [r for r in read_metrics(job_dir) if r.get("step", 0) <= resume_from_step]
-            self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+            kept = [r for r in read_metrics(job_dir) if r.step <= resume_from_step]
+            self.path.write_text("".join(line_of(r) for r in kept))
         self._file = self.path.open("a")
 
-    def append(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, default=float) + "\n")
+    def append(self, row: TrainRow | ValRow) -> None:
+        self._file.write(line_of(row))
         self._file.flush()
 
     def close(self) -> None:
         self._file.close()
 
 
-def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
+def read_metrics(job_dir: Path) -> list[TrainRow | ValRow]:
+    """The job's rows, oldest first: every reader of metrics.jsonl reads it here. A line cut short
+    by a kill ends the file (everything before it is good); a row that does not validate is a
+    RecordError naming the file and line."""
     path = JobPaths(Path(job_dir)).metrics
     if not path.exists():
         return []
-    records = []
-    for line in path.read_text().splitlines():
+    rows = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        source = f"{path}:{n}"
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break  # a line cut short by a kill: everything before it is good
-    return records
+            data = json_data(line, source)
+        except RecordError:
+            break
+        rows.append(load_row(data, source))
+    return rows
 
 
 # Workflows with several roles or turns (rllm_sweeps/workflows/metrics.py) also report, at each

@@ -5,14 +5,17 @@ leaves them has conf/config.yaml's `resources:` (their only definition), as plan
     {"nodes": 1, "gpus_per_node": 0, "cpus_per_task": 2, "jobs_per_gpu": 1, "mem_gb": 8, "time_min": 60}
 
 Every job's config has every key, so no reader supplies a value of its own (tests/test_structure.py
-checks it). Standard library only.
+checks it). A pydantic model (records/model.py): plan.json's and a config's resources validate
+through it, a missing or wrong key named.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Iterable
+from dataclasses import fields
 from typing import Any
+
+from pydantic.dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -25,23 +28,6 @@ class Resources:
     jobs_per_gpu: int  # local sweeps: k jobs share each GPU
     mem_gb: float
     time_min: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Resources:
-        """From a composed config's `resources` (or plan.json's); KeyError naming a missing key."""
-        return cls(**{name: data[name] for name in FIELDS})
-
-    @classmethod
-    def read(cls, data: Any) -> Resources | None:
-        """plan.json's resources of a job, None when absent or incomplete (a report reads what it can)."""
-        if not isinstance(data, Mapping):
-            return None
-        if not all(_is_number(data.get(name)) for name in FIELDS):
-            return None
-        return cls.from_dict(data)
 
     def hours(self) -> tuple[float, float]:
         """Node-hours and GPU-hours (an upper bound: its time limit)."""

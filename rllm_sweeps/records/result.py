@@ -1,19 +1,22 @@
 """A job's record: result.json, one per job, written atomically (by the job, and by the sweeper for a
 job that died without writing its own). The report, resume, `status` and the search strategies read
-jobs through it, so a sweep directory is self-describing."""
+jobs through it (a pydantic model, records/model.py), so a sweep directory is self-describing."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import field
 from pathlib import Path
+from typing import ClassVar
 
-from rllm_sweeps.records.atomic import write_json_atomic
+from pydantic.dataclasses import dataclass
+
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.memory import MemoryFit
+from rllm_sweeps.records.model import Migration, read_record, same_shape, write_record
 from rllm_sweeps.records.status import DIVERGED_FIX, NON_FINITE_REWARD_FIX, FailureKind, JobStatus
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # result.json was the first record to carry one: a file without it is 0, the same shape
 # result.json's phase_time_s: the seconds of each phase, summed over the job's training steps; each step's
 # are its train record's time_<phase>_s (training/metrics.py's StepTimes measures them).
 PHASES = ("sample", "forward_backward", "optim", "other")
@@ -76,16 +79,11 @@ class PolicyExports:
     best: ExportedPolicy | None = None  # the best by the job's judged metric, where it validated after a step
     not_exported: str | None = None  # why there is no final policy (a diverged job's weights are not finite)
 
-    @classmethod
-    def from_dict(cls, d: dict) -> PolicyExports:
-        def one(v: dict | None) -> ExportedPolicy | None:
-            return None if v is None else ExportedPolicy(**v)
-
-        return cls(final=one(d.get("final")), best=one(d.get("best")), not_exported=d.get("not_exported"))
-
 
 @dataclass
 class JobResult:
+    MIGRATIONS: ClassVar[Mapping[int, Migration]] = {0: same_shape}
+
     status: JobStatus
     config_hash: str
     overrides: list[str] = field(default_factory=list)
@@ -116,16 +114,6 @@ class JobResult:
     git_revision: str | None = None
     schema_version: int = SCHEMA_VERSION
 
-    def __post_init__(self) -> None:
-        # result.json holds the enums' strings: read back (or given as strings), they are the enums again.
-        self.status = JobStatus(self.status)
-        self.failure_kind = None if self.failure_kind is None else FailureKind(self.failure_kind)
-        if isinstance(self.divergence, dict):
-            self.divergence = Divergence(**self.divergence)
-        if isinstance(self.exports, dict):
-            self.exports = PolicyExports.from_dict(self.exports)
-        self.memory_fit = MemoryFit.read(self.memory_fit)
-
     def record_training(self, summary: TrainingSummary, stop_requested: bool) -> None:
         """What the training did, and the state it ended in. A stop that came after the last step
         stopped nothing: the job completed."""
@@ -141,16 +129,13 @@ class JobResult:
             self.status = JobStatus.PRUNED if summary.pruned_at is not None else JobStatus.COMPLETED
 
     def write(self, job_dir: Path) -> Path:
-        return write_json_atomic(JobPaths(Path(job_dir)).result, asdict(self))
+        return write_record(JobPaths(Path(job_dir)).result, self)
 
     @classmethod
     def read(cls, job_dir: Path) -> JobResult | None:
-        """The job's result, or None if it has none (never started, or died before writing) or one
-        that cannot be read (cut short, or a status no writer here knows)."""
-        path = JobPaths(Path(job_dir)).result
+        """The job's result, or None if it has none (never started, or died before writing).
+        RecordError, naming the file and the field, for one that does not read."""
         try:
-            data = json.loads(path.read_text())
-            known = {f.name for f in fields(cls)}
-            return cls(**{k: v for k, v in data.items() if k in known})
-        except (FileNotFoundError, json.JSONDecodeError, ValueError, TypeError):  # TypeError: no status
+            return read_record(cls, JobPaths(Path(job_dir)).result)
+        except FileNotFoundError:
             return None

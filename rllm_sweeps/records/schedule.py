@@ -9,15 +9,16 @@ settings it changes). Only settings the loop can change between steps may appear
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from rllm_sweeps.records.atomic import write_text_atomic
+from pydantic.dataclasses import dataclass
+
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.model import Migration, read_record, same_shape, write_record
 
+SCHEDULE_SCHEMA_VERSION = 1  # 0: the same shape, before records were versioned
 Settings = TypeVar("Settings")  # the loop's settings (training/settings.py LoopSettings), a dataclass
 
 # LoopSettings fields read afresh at every step (the optimizer's lr is set per step, the others
@@ -36,13 +37,16 @@ class Parent:
 @dataclass(frozen=True)
 class Segment:
     start_step: int  # the first step trained with these settings
-    settings: Mapping[str, Any]  # LoopSettings field -> value
+    settings: dict[str, Any]  # LoopSettings field -> value
     parent: Parent | None = None  # None: the trial's own weights carried on
 
 
 @dataclass(frozen=True)
 class Schedule:
+    MIGRATIONS: ClassVar[Mapping[int, Migration]] = {0: same_shape}
+
     segments: tuple[Segment, ...] = ()
+    schema_version: int = SCHEDULE_SCHEMA_VERSION
 
     def __post_init__(self) -> None:
         starts = [s.start_step for s in self.segments]
@@ -82,32 +86,15 @@ class Schedule:
         the first segment that began from a copy at or after it, else `own` (the trial itself)."""
         return next((p.trial for start, p in self.parents if start >= step), own)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"segments": [dataclasses.asdict(s) | {"settings": dict(s.settings)} for s in self.segments]}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Schedule:
-        return cls(
-            tuple(
-                Segment(
-                    start_step=int(s["start_step"]),
-                    settings=dict(s["settings"]),
-                    parent=Parent(**s["parent"]) if s.get("parent") else None,
-                )
-                for s in d.get("segments", [])
-            )
-        )
-
 
 def write_schedule(job_dir: Path, schedule: Schedule) -> Path:
     """Replace the job's schedule whole (readers never see half of one)."""
-    return write_text_atomic(JobPaths(Path(job_dir)).schedule, json.dumps(schedule.to_dict(), indent=2) + "\n")
+    return write_record(JobPaths(Path(job_dir)).schedule, schedule)
 
 
 def read_schedule(job_dir: Path) -> Schedule:
     """The job's schedule; an empty one when it never changed its settings."""
     try:
-        text = JobPaths(Path(job_dir)).schedule.read_text()
+        return read_record(Schedule, JobPaths(Path(job_dir)).schedule)
     except FileNotFoundError:
         return Schedule()
-    return Schedule.from_dict(json.loads(text))

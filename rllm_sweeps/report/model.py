@@ -21,6 +21,7 @@ from typing import Any
 from rllm_sweeps.override_text import override_key
 from rllm_sweeps.records.attempts import read_attempts, total_time_s
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
+from rllm_sweeps.records.metric_rows import MetricsRow
 from rllm_sweeps.records.metrics import best_values, never_moved, read_metrics, same_value
 from rllm_sweeps.records.plan import Metric, PlannedJob
 from rllm_sweeps.records.result import JobResult
@@ -199,13 +200,12 @@ def build_report(sweep_dir: Path | str) -> Report:
         if count := sum(j.failure_kind == kind for j in jobs):
             notes.append(f"{count} of the failed jobs {what}: {fix}")
     manifest = sd.manifest
-    command = manifest.get("command")
     parameters = plan.spec.get("parameters") or {}
     log_axes = [k for k, v in parameters.items() if isinstance(v, dict) and "log" in str(v.get("distribution") or "")]
     report = Report(
         sweep_dir=sd.path,
-        sweep_id=str(manifest["sweep_id"]) if manifest.get("sweep_id") is not None else None,
-        command=[str(c) for c in command] if isinstance(command, list) else None,
+        sweep_id=manifest.sweep_id if manifest is not None else None,
+        command=manifest.command if manifest is not None else None,
         method=plan.method,
         metrics=metrics,
         swept=swept,
@@ -300,23 +300,23 @@ class _Curve:
 
     def __init__(self, job_dir: Path | None) -> None:
         self.job_dir = job_dir
-        self._records: list[dict[str, Any]] | None = None
+        self._records: list[MetricsRow] | None = None
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[MetricsRow]:
         if self._records is None:
             self._records = read_metrics(self.job_dir) if self.job_dir is not None else []
         return self._records
 
     def values(self, name: str) -> list[float]:
-        return [v for r in self.records if (v := _finite(r.get(name))) is not None]
+        return [v for r in self.records if (v := r.value(name)) is not None]
 
     def last_step(self) -> int | None:
-        steps = [r["step"] for r in self.records if isinstance(r.get("step"), int)]
+        steps = [r.step for r in self.records]
         return max(steps) if steps else None
 
     def last_time(self) -> float | None:
-        times = [t for r in self.records if (t := _finite(r.get("time"))) is not None]
+        times = [t for r in self.records if (t := r.value("time")) is not None]
         return max(times) if times else None
 
 

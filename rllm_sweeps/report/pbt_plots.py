@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.metric_rows import MetricsRow
 from rllm_sweeps.records.metrics import read_metrics
 from rllm_sweeps.records.schedule import Schedule
 from rllm_sweeps.report.lineage_plot import Had, plot_schedules
@@ -39,7 +40,7 @@ from rllm_sweeps.report.plots import (
 from rllm_sweeps.report.render import fmt_value
 from rllm_sweeps.report.schedules import job_schedules
 
-Records = list[dict[str, Any]]
+Records = list[MetricsRow]
 
 
 def trial_records(report: Report) -> dict[int, Records]:
@@ -152,11 +153,11 @@ def setting_at_steps(report: Report, key: str, trial: int, schedule: Schedule, r
     out: dict[int, Any] = {}
     first = next((j.params.get(key) for j in report.jobs if j.index == trial), None)
     for r in records:
-        step = r.get("step")
-        if r.get("kind", "train") != "train" or not isinstance(step, int):
+        step = r.step
+        if r.kind != "train":
             continue
-        if field is not None and isinstance(r.get(field), int | float):
-            out[step] = r[field]
+        if field is not None and isinstance(recorded := r.metrics.get(field), int | float):
+            out[step] = recorded
         elif field is not None and schedule.segments and schedule.trained_by(step, trial) == trial:
             out[step] = schedule.settings_at(step - 1).get(field, first)
         elif not schedule.parents:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.records.metric_rows import MetricsRow
 from rllm_sweeps.records.metrics import read_metrics
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.report.model import PointRow, Report
@@ -56,15 +57,12 @@ def file_safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "x"
 
 
-def metric_series(records: list[dict[str, Any]], kind: str, name: str) -> tuple[list[float], list[float]]:
+def metric_series(records: list[MetricsRow], kind: str, name: str) -> tuple[list[float], list[float]]:
     xs, ys = [], []
     for r in records:
-        if r.get("kind", "train") != kind:
-            continue
-        step, value = r.get("step"), r.get(name)
-        if isinstance(step, int | float) and isinstance(value, int | float) and not isinstance(value, bool):
-            xs.append(float(step))
-            ys.append(float(value))
+        if r.kind == kind and (value := r.value(name)) is not None:
+            xs.append(float(r.step))
+            ys.append(value)
     return xs, ys
 
 
@@ -83,7 +81,7 @@ def learning_curves_figure(report: Report, train_metric: str = TRAIN_METRIC) -> 
     train `train_metric`; each point one line: its seeds' mean at each step, with a band (min to
     max over the seeds) where it has several; train curves smoothed (EMA), the raw mean faint
     behind; dashed: a point with a job not completed. One legend, outside the panels."""
-    curves: dict[int, list[dict[str, Any]]] = {}
+    curves: dict[int, list[MetricsRow]] = {}
     for job in report.jobs:
         if job.job_dir is not None:
             records = read_metrics(job.job_dir)
@@ -233,7 +231,7 @@ def seed_band(runs: Sequence[tuple[list[float], list[float]]]) -> tuple[list[flo
     )
 
 
-def _has(curves: dict[int, list[dict[str, Any]]], kind: str, name: str) -> bool:
+def _has(curves: dict[int, list[MetricsRow]], kind: str, name: str) -> bool:
     return any(metric_series(records, kind, name)[0] for records in curves.values())
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.override_text import override_key
+from rllm_sweeps.records.manifest import SweepManifest
 from rllm_sweeps.records.plan import PlanRecord
 from rllm_sweeps.study import STUDY_ATTR, is_database_url, open_storage, storage_url
 
@@ -53,14 +54,14 @@ class StudySummary:
         return f"optuna-dashboard {self.storage}"
 
 
-def read_study(sweep_dir: Path, plan: PlanRecord, manifest: dict[str, Any]) -> StudySummary | None:
+def read_study(sweep_dir: Path, plan: PlanRecord, manifest: SweepManifest | None) -> StudySummary | None:
     """The study of an Optuna sweep (None for grid and random sweeps, or when it does not exist yet)."""
     if plan.method != "optuna":
         return None
-    info = manifest.get("study") if isinstance(manifest.get("study"), dict) else {}
+    info = manifest.study if manifest is not None else None
     block = plan.spec.get("optuna") if isinstance(plan.spec.get("optuna"), dict) else {}
-    url = info.get("storage") or storage_url(block.get("storage"), Path(sweep_dir))
-    name = info.get("study_name") or block.get("study_name") or Path(sweep_dir).name
+    url = info.storage if info else storage_url(block.get("storage"), Path(sweep_dir))
+    name = info.study_name if info else block.get("study_name") or Path(sweep_dir).name
     if not is_database_url(url) and not Path(url).is_file():
         return None
     import optuna

@@ -15,13 +15,14 @@ which does not state its facts, is the exception: the spec parser derives them, 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.layout import JOBS_DIR, MANIFEST_FILE, PLAN_FILE, RESULT_FILE, JobPaths
-from rllm_sweeps.records.plan import PlanFacts, PlanRecord
+from rllm_sweeps.records.manifest import SweepManifest
+from rllm_sweeps.records.model import RecordError, json_data, load
+from rllm_sweeps.records.plan import PlanRecord
 from rllm_sweeps.records.result import JobResult
 
 
@@ -33,8 +34,9 @@ class ReportError(Exception):
 class SweepDir:
     path: Path
     plan: PlanRecord
-    manifest: dict[str, Any] = field(default_factory=dict)  # {} when manifest.json is missing
+    manifest: SweepManifest | None = None  # None when manifest.json is missing
     results: dict[Path, JobResult] = field(default_factory=dict)  # every jobs/*/result.json that reads
+    unreadable: dict[Path, str] = field(default_factory=dict)  # those that do not: why (RecordError)
 
     @property
     def jobs_dir(self) -> Path:
@@ -94,41 +96,45 @@ def open_sweep_dir(path: Path | str) -> SweepDir:
     path = Path(path)
     if (problem := not_a_sweep_dir(path)) is not None:
         raise ReportError(problem)
-    plan_path = path / PLAN_FILE
-    data = _read_json(plan_path)
-    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
-        raise ReportError(f"{plan_path}: not a sweep plan (expected an object with a 'jobs' list)")
-    plan = PlanRecord.from_dict(data, PlanFacts.from_dict(data) or _facts_of_schema_1(data))
-    manifest = _read_json(path / MANIFEST_FILE) if (path / MANIFEST_FILE).is_file() else {}
-    results: dict[Path, JobResult] = {}
-    jobs_dir = path / JOBS_DIR
-    if jobs_dir.is_dir():
-        for job_dir in sorted(jobs_dir.iterdir()):
-            if not job_dir.is_dir():
-                continue
-            try:
-                result = JobResult.read(job_dir)
-            except (TypeError, AttributeError):  # a result.json that is not a job record
-                result = None
-            if result is not None:
-                results[job_dir] = result
-    return SweepDir(path, plan, manifest if isinstance(manifest, dict) else {}, results)
-
-
-def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ReportError(f"{path}: not valid JSON ({err})") from None
+        plan = read_sweep_plan(path / PLAN_FILE)
+        manifest = SweepManifest.read(path)
+        results: dict[Path, JobResult] = {}
+        unreadable: dict[Path, str] = {}
+        jobs_dir = path / JOBS_DIR
+        for job_dir in sorted(jobs_dir.iterdir()) if jobs_dir.is_dir() else ():
+            if job_dir.is_dir() and (result := _job_result(job_dir, unreadable)) is not None:
+                results[job_dir] = result
+    except RecordError as err:
+        raise ReportError(str(err)) from None
     except OSError as err:
-        raise ReportError(f"{path}: cannot be read ({err.strerror or err})") from None
+        raise ReportError(f"{err.filename}: cannot be read ({err.strerror or err})") from None
+    return SweepDir(path, plan, manifest, results, unreadable)
 
 
-def _facts_of_schema_1(plan: dict[str, Any]) -> PlanFacts:
-    """The facts a plan.json written before the planner stated them lacks, from its stored spec
-    (imported here only: the spec parser needs Hydra)."""
+def _job_result(job_dir: Path, unreadable: dict[Path, str]) -> JobResult | None:
+    """A job's result; one that does not read (cut short by a full disk, not a job record) is
+    kept aside with why, and its job shows as having none (the report's note names it)."""
+    try:
+        return JobResult.read(job_dir)
+    except RecordError as err:
+        unreadable[job_dir] = str(err)
+        return None
+
+
+def read_sweep_plan(path: Path) -> PlanRecord:
+    """plan.json through its model; one of schema 1 (no facts) first gets them from its spec."""
+    return load(PlanRecord, with_facts(json_data(path.read_text(), str(path))), str(path))
+
+
+def with_facts(data: Any) -> Any:
+    """A plan.json of schema 1 with the facts it lacks, from its stored spec (imported here only:
+    the spec parser needs Hydra, and records/ is below it)."""
+    if not isinstance(data, dict) or int(data.get("schema_version") or 1) >= 2 or "seed_key" in data:
+        return data
     from rllm_sweeps.records.plan import migrate_spec
     from rllm_sweeps.sweep.spec import stored_plan_facts
 
-    spec = plan.get("spec")
-    return stored_plan_facts(migrate_spec(spec, 1) if isinstance(spec, dict) else {})
+    spec = data.get("spec")
+    facts = stored_plan_facts(migrate_spec(spec, 1) if isinstance(spec, dict) else {})
+    return {**data, "metrics": facts.metrics, "seed_key": facts.seed_key, "swept": facts.swept}

@@ -25,7 +25,6 @@ SWEEP_DIR/sweeper.lock keeps a second live sweeper off the study.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import sys
@@ -37,7 +36,8 @@ from typing import Any
 from rllm_sweeps.problems import ConfigIssue
 from rllm_sweeps.records.launch import OptunaTrial
 from rllm_sweeps.records.layout import PLAN_FILE
-from rllm_sweeps.records.plan import PlannedJob, Totals
+from rllm_sweeps.records.manifest import StudyLocation
+from rllm_sweeps.records.plan import PlannedJob, Totals, read_plan
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
 from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
@@ -101,7 +101,7 @@ class OptunaSource(JobSource):
             STUDY_ATTR,
             SweepAttrs(
                 self.metrics, self.settings.pruner, dict(self.settings.pruner_options), str(self.sweep_dir)
-            ).to_dict(),
+            ).attribute(),
         )
         self.trials: dict[int, _Trial] = {}  # asked, not told
         self.queue: list[JobToRun] = []
@@ -203,7 +203,7 @@ class OptunaSource(JobSource):
         n = len(jobs)
         for k, job in enumerate(jobs):
             address = TrialAddress(self.storage_url, self.study_name, entry.number, k, n)
-            trial = OptunaTrial(address, pruner_settings(self.settings))
+            trial = OptunaTrial.at(address, pruner_settings(self.settings))
             self.queue.append(JobToRun(job, job_dir_for(self.sweep_dir, job), trial=trial))
         self.plan_jobs += jobs
         self._write_plan()
@@ -270,8 +270,8 @@ class OptunaSource(JobSource):
     def _check_same_objectives(self) -> None:
         wanted = [m.goal for m in self.spec.metric]
         have = [d.name.lower() for d in self.study.directions]
-        attrs = self.study.user_attrs.get(STUDY_ATTR)
-        metrics = SweepAttrs.from_dict(attrs).metrics if attrs else self.metrics
+        attrs = SweepAttrs.of_study(self.study.user_attrs, self.study_name)
+        metrics = attrs.metrics if attrs is not None else self.metrics
         if have != wanted or metrics != self.metrics:
             message = (
                 f"study {self.study_name!r} in {self.storage_url} optimizes {metrics} ({have}), this sweep "
@@ -300,14 +300,12 @@ class OptunaSource(JobSource):
 
     def _previous_jobs(self) -> list[PlannedJob]:
         """The jobs of earlier runs of this sweep, from its plan.json (the report lists them all)."""
-        path = self.sweep_dir / PLAN_FILE
         try:
-            data = json.loads(path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+            jobs = read_plan(self.sweep_dir / PLAN_FILE).jobs
+        except FileNotFoundError:
             return []
         # A job belongs to a trial when the trial says so (a dry run's plan.json holds examples).
         names = {t.number: set(t.user_attrs.get("jobs") or ()) for t in self.study.get_trials(deepcopy=False)}
-        jobs = [PlannedJob.from_dict(j) for j in data.get("jobs") or []]
         return [j for j in jobs if job_dir_for(self.sweep_dir, j).name in names.get(j.point_index, ())]
 
     def _write_plan(self) -> None:
@@ -327,9 +325,9 @@ class OptunaSource(JobSource):
         notes.append(f"Optuna study {self.study_name!r} in {self.storage_url}: the jobs of the trials asked so far")
         Plan(self.spec, self.base_overrides, list(jobs), totals, True, notes).write(self.sweep_dir)
 
-    def study_info(self) -> dict[str, Any]:
+    def study_info(self) -> StudyLocation:
         """Where the study is, for manifest.json (the report opens it from there)."""
-        return {"storage": self.storage_url, "study_name": self.study_name}
+        return StudyLocation(self.storage_url, self.study_name)
 
 
 def _counts(trial: Any) -> bool:

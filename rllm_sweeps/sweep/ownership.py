@@ -22,7 +22,7 @@ from rllm_sweeps.config.planned import job_overrides
 from rllm_sweeps.config.source import current_source
 from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.manifest import SweepManifest
-from rllm_sweeps.records.plan import LEGACY_DISTRIBUTIONS, renamed_distributions
+from rllm_sweeps.records.plan import LEGACY_DISTRIBUTIONS, read_plan, renamed_distributions
 
 # Spec fields whose change extends a sweep rather than making another one (docs/OPTUNA.md, "Resume").
 EXTENDABLE = ("budget",)
@@ -57,12 +57,10 @@ def recorded_family(sweep_dir: Path, manifest: SweepManifest) -> str | None:
     if manifest.family is not None:
         return manifest.family
     try:
-        data = json.loads(SweepPaths(sweep_dir).plan.read_text())
-    except (OSError, ValueError):
+        plan = read_plan(SweepPaths(sweep_dir).plan)
+    except (OSError, ValueError):  # no plan, or one that does not read (schema 1: no facts): no family
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
-        return None
-    return sweep_family(data["spec"], [str(o) for o in data.get("base_overrides") or []])
+    return sweep_family(plan.spec, list(plan.base_overrides))
 
 
 def refusal(sweep_dir: Path, this_id: str, this_family: str) -> str | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_sweeps.records.layout import PLAN_FILE
+from rllm_sweeps.records.model import dump, load
 from rllm_sweeps.records.plan import PlannedJob, PlanRecord, Totals
 from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.sweep.spec import SweepSpec
@@ -27,7 +28,11 @@ from rllm_sweeps.sweeper_settings import SweeperSettings
 
 def job_spool() -> JobSpool:
     """A sequence of PlannedJob kept on disk (a run's plan: any number of jobs in bounded memory)."""
-    return JobSpool(PlannedJob.to_dict, PlannedJob.from_dict)
+    return JobSpool(dump, _spooled_job)
+
+
+def _spooled_job(data: Any) -> PlannedJob:
+    return load(PlannedJob, data, "the plan's job spool")
 
 
 @dataclass
@@ -44,10 +49,10 @@ class Plan:
 
     def header(self) -> dict[str, Any]:
         """plan.json without its jobs."""
-        record = PlanRecord(
+        record = PlanRecord.of(
+            self.spec.plan_facts(),
             spec=self.spec.to_dict(),
             source=self.spec.source,
-            facts=self.spec.plan_facts(),
             base_overrides=tuple(self.base_overrides),
             complete=self.complete,
             totals=self.totals,
@@ -56,7 +61,7 @@ class Plan:
         return record.header()
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.header(), "jobs": [j.to_dict() for j in self.jobs]}
+        return {**self.header(), "jobs": [dump(j) for j in self.jobs]}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=str)
@@ -88,7 +93,7 @@ class Plan:
 
 def _job_lines(jobs: Iterable[PlannedJob]) -> Iterator[bytes]:
     for job in jobs:
-        yield json.dumps(job.to_dict(), separators=(",", ":"), default=str).encode()
+        yield json.dumps(dump(job), separators=(",", ":")).encode()
 
 
 # ---- the dry-run table -----------------------------------------------------------------

@@ -31,6 +31,7 @@ from rllm_sweeps.config.native import quiet_skyrl
 from rllm_sweeps.config.overrides import unread_added_key
 from rllm_sweeps.plain_tree import plain_get, plain_get_or_none
 from rllm_sweeps.problems import ConfigError, ConfigIssue, did_you_mean_key
+from rllm_sweeps.records.model import load
 from rllm_sweeps.records.plan import PlannedJob, Totals
 from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.sweep.idle_dimensions import IdleDimensions
@@ -430,7 +431,7 @@ class Planner:
             except KeyError:
                 seed = None
         # What the job asks of a node: the GPUs of SkyRL's vLLM engines too.
-        resources = Resources.from_dict({**plain["resources"], "gpus_per_node": node_gpus(plain)})
+        resources = load(Resources, {**plain["resources"], "gpus_per_node": node_gpus(plain)}, "the job's resources")
         engine = str(plain_get_or_none(plain, "skyrl.engine") or "jax")
         need = None
         if resources.gpus_per_node:  # a GPU sweep: estimated (few jobs)

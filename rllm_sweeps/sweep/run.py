@@ -13,7 +13,6 @@ hash unless hydra.sweep.dir is given) and runs only what is not completed yet.
 from __future__ import annotations
 
 import dataclasses
-import json
 import signal
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from rllm_sweeps.override_text import set_value
 from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.manifest import record_invocation
-from rllm_sweeps.records.plan import PLAN_SCHEMA_VERSION, migrate_spec
+from rllm_sweeps.records.plan import PlanRecord, read_plan
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.sweep.launch_choice import (
     launch_lines,
@@ -247,17 +246,13 @@ def write_plan(plan: Plan, sweep_dir: Path) -> None:
     plan.write(sweep_dir)
 
 
-def _plan_content(path: Path) -> Any:
+def _plan_content(path: Path) -> PlanRecord | None:
+    """The plan at `path` in today's shape (an older one migrated), its planning time left out."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        plan = read_plan(path)
+    except (OSError, ValueError):  # none, or one that does not read (schema 1): written again
         return None
-    if isinstance(data, dict) and isinstance(data.get("totals"), dict):
-        data["totals"].pop("plan_seconds", None)
-    if isinstance(data, dict) and isinstance(data.get("spec"), dict):  # an older plan in today's names
-        data["spec"] = migrate_spec(data["spec"], int(data.get("schema_version") or 1))
-        data["schema_version"] = PLAN_SCHEMA_VERSION
-    return data
+    return dataclasses.replace(plan, totals=dataclasses.replace(plan.totals, plan_seconds=0.0))
 
 
 def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> Path:

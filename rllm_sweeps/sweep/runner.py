@@ -27,6 +27,8 @@ from rllm_sweeps.config.planned import job_overrides, overrides_digest
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.launch import JobLaunch, OptunaTrial, launch_env
 from rllm_sweeps.records.layout import JobPaths, SweepPaths
+from rllm_sweeps.records.manifest import StudyLocation
+from rllm_sweeps.records.metric_rows import TrainRow
 from rllm_sweeps.records.metrics import read_metrics, same_value
 from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.records.result import JobResult
@@ -76,7 +78,7 @@ class JobSource(abc.ABC):
     def pending(self) -> int:
         """Jobs still to hand out, for progress lines (an estimate is fine)."""
 
-    def study_info(self) -> dict[str, Any] | None:
+    def study_info(self) -> StudyLocation | None:
         """What the sweep's manifest records of the search behind it (None: a plan)."""
         return None
 
@@ -397,10 +399,10 @@ class SweepRunner:
         parts, estimates = [], []
         now = time.monotonic()
         for index, entry in sorted(self.running.items()):
-            last = next((r for r in reversed(read_metrics(entry.run.job_dir)) if r.get("kind") == "train"), None)
-            if last is None or not last.get("step") or not last.get("total_steps"):
+            last = next((r for r in reversed(read_metrics(entry.run.job_dir)) if isinstance(r, TrainRow)), None)
+            if last is None or not last.step or not last.total_steps:
                 continue
-            step, total = int(last["step"]), int(last["total_steps"])
+            step, total = last.step, last.total_steps
             parts.append(f"job {index} step {step}/{total}")
             estimates.append((now - entry.started) * total / step)
         if not parts:

@@ -10,40 +10,34 @@ GPU trainer's stack (torchdata, absent from the JAX install) and knows only ``gl
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import field
 from pathlib import Path
+from typing import ClassVar
 
+from pydantic.dataclasses import dataclass as record
+
+from rllm_sweeps.records.model import Migration, dumps, read_record, same_shape
 from rllm_sweeps.training.policy import Policy
 
 TRAINER_STATE_FILE = "trainer_state.json"
+TRAINER_STATE_SCHEMA_VERSION = 1  # 0: the same shape, before records were versioned
 LATEST_FILE = "latest"
 
 
-@dataclass
+@record
 class TrainerState:
-    """Everything the loop needs to resume besides the backend's checkpoint."""
+    """Everything the loop needs to resume besides the backend's checkpoint (a record: records/model.py)."""
+
+    MIGRATIONS: ClassVar[Mapping[int, Migration]] = {0: same_shape}
 
     step: int = 0  # training steps completed
     val_history: list[dict] = field(default_factory=list)  # (step, val_reward_mean) of each validation
     extra_batches: int = 0  # prompt batches dynamic sampling drew beyond one a step (the data position)
     kl_coef: float | None = None  # use_kl_in_reward's controller value (None: not started)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> TrainerState:
-        kl_coef = d.get("kl_coef")
-        return cls(
-            step=int(d["step"]),
-            val_history=list(d.get("val_history", [])),
-            extra_batches=int(d.get("extra_batches", 0)),
-            kl_coef=None if kl_coef is None else float(kl_coef),
-        )
+    schema_version: int = TRAINER_STATE_SCHEMA_VERSION
 
 
 def checkpoint_name(step: int) -> str:
@@ -57,7 +51,7 @@ def save_checkpoint(path: Path, policy: Policy, state: TrainerState, *, mark_lat
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     policy.save(tmp / f"{policy.model_id}.ckpt")
-    (tmp / TRAINER_STATE_FILE).write_text(json.dumps(state.to_dict(), indent=2))
+    (tmp / TRAINER_STATE_FILE).write_text(dumps(state))
     if path.exists():
         shutil.rmtree(path)
     os.replace(tmp, path)
@@ -120,7 +114,7 @@ def copy_checkpoint(
 def load_checkpoint(path: Path, policy: Policy, load_optimizer: bool = True) -> TrainerState:
     """Restore the policy's weights (+ optimizer state) from ``path``; its trainer state."""
     policy.load(path / f"{policy.model_id}.ckpt", load_optimizer=load_optimizer)
-    return TrainerState.from_dict(json.loads((path / TRAINER_STATE_FILE).read_text()))
+    return read_record(TrainerState, path / TRAINER_STATE_FILE)
 
 
 def latest_checkpoint(checkpoint_dir: str | os.PathLike) -> Path | None:

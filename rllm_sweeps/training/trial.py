@@ -57,8 +57,8 @@ class TrialReporter:
         self.total_steps = total_steps
         self.storage = open_storage(address.storage)
         study_id = self.storage.get_study_id_from_name(address.study)
-        attrs = SweepAttrs.from_dict(self.storage.get_study_user_attrs(study_id).get(STUDY_ATTR) or {})
-        if not attrs.metrics:
+        attrs = SweepAttrs.of_study(self.storage.get_study_user_attrs(study_id), address.study)
+        if attrs is None or not attrs.metrics:
             raise ValueError(f"study {address.study!r} has no '{STUDY_ATTR}' attribute: it was not made by a sweep")
         self.metrics = attrs.metrics
         self.study = optuna.load_study(study_name=address.study, storage=self.storage, pruner=trial.pruner.build())

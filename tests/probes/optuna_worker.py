@@ -13,7 +13,7 @@ import time
 import optuna
 
 from rllm_sweeps.records.launch import OptunaTrial
-from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage
+from rllm_sweeps.study import SweepAttrs, TrialAddress, open_storage
 from rllm_sweeps.sweep.optuna_settings import OptunaSettings, pruner_settings
 from rllm_sweeps.training.trial import TrialReporter
 
@@ -21,14 +21,14 @@ from rllm_sweeps.training.trial import TrialReporter
 def main(storage: str, study_name: str, trials: int, steps: int, start_at: float) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.load_study(study_name=study_name, storage=open_storage(storage))
-    attrs = SweepAttrs.from_dict(study.user_attrs[STUDY_ATTR])  # the pruner, as the sweeper hands it to a job
+    attrs = SweepAttrs.of_study(study.user_attrs, study.study_name)  # the pruner, as the sweeper hands it to a job
     pruner = pruner_settings(OptunaSettings(pruner=attrs.pruner, pruner_options=attrs.pruner_options))
     time.sleep(max(0.0, start_at - time.time()))  # every worker starts at once: the most contention
     done = []
     for _ in range(trials):
         trial = study.ask({"x": optuna.distributions.FloatDistribution(0.0, 1.0)})
         address = TrialAddress(storage, study_name, trial.number)
-        reporter = TrialReporter(OptunaTrial(address, pruner), total_steps=steps + 1)
+        reporter = TrialReporter(OptunaTrial.at(address, pruner), total_steps=steps + 1)
         reported = {}
         for step in range(1, steps + 1):
             value = trial.params["x"] * step
