@@ -35,6 +35,7 @@ from launchers.submitit_private import sbatch_script, slurm_executor_anywhere
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.attempt_events import Started, Submitted
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.resources import FIELDS as RESOURCE_FIELDS
 from rllm_sweeps.records.resources import Resources
 
 
@@ -112,7 +113,7 @@ class SlurmLauncher(Launcher):
         problems = []
         for res in shapes:
             args = ["sbatch", "--test-only", *self.sbatch_flags(res), "--wrap", "true"]
-            shape = ", ".join(f"{k}={v}" for k, v in sorted(res.to_dict().items()))
+            shape = ", ".join(f"{k}={getattr(res, k)}" for k in sorted(RESOURCE_FIELDS))
             try:
                 proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
             except OSError as err:  # no SLURM client here (a dry run on a laptop)
