@@ -12,7 +12,6 @@ import abc
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.records.status import FailureKind
@@ -46,24 +45,26 @@ class PollStatus:
     log: str = ""  # the end of the scheduler's log of the job, where it ended badly
 
 
-class Launcher(abc.ABC):
+class Launcher[Handle](abc.ABC):
     """Submit, poll, cancel; the optional capabilities below have defaults (a launcher that has
-    one overrides it), so the sweeper asks instead of probing with hasattr."""
+    one overrides it), so the sweeper asks instead of probing with hasattr. `Handle`: what
+    `submit` returns and the other methods take back, named by each launcher (submitit's `Job`,
+    a local process, a Ray job's submission id); the sweeper only holds it."""
 
     name: str
     # True: submit_array queues every job at once, throttled by the scheduler (SLURM arrays).
     queues_arrays: bool = False
 
     @abc.abstractmethod
-    def submit(self, request: LaunchRequest) -> Any:
+    def submit(self, request: LaunchRequest) -> Handle:
         """Start the job (or queue it with the scheduler); returns a handle. Never waits for it."""
 
     @abc.abstractmethod
-    def poll(self, handle: Any) -> PollStatus:
+    def poll(self, handle: Handle) -> PollStatus:
         """Where the job is now. Cheap: the sweeper calls it often."""
 
     @abc.abstractmethod
-    def cancel(self, handle: Any) -> None:
+    def cancel(self, handle: Handle) -> None:
         """Stop the job (it checkpoints on SIGTERM) and wait briefly for it."""
 
     def preflight(self, shapes: list[Resources]) -> list[str]:
@@ -94,12 +95,12 @@ class Launcher(abc.ABC):
         this machine)."""
         return None
 
-    def reattach(self, job_dirs: list[Path]) -> dict[Path, Any]:
+    def reattach(self, job_dirs: list[Path]) -> dict[Path, Handle]:
         """Handles of jobs an earlier sweeper left live with the scheduler, by job directory, so a
         rerun polls them instead of submitting again; none by default (a local job dies with its
         sweeper)."""
         return {}
 
-    def submit_array(self, requests: list[LaunchRequest], parallel: int) -> list[Any]:
+    def submit_array(self, requests: list[LaunchRequest], parallel: int) -> list[Handle]:
         """Every job at once, at most `parallel` running (where `queues_arrays`)."""
         raise NotImplementedError(f"the {self.name} launcher does not queue arrays")

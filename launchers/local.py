@@ -54,7 +54,7 @@ def gpu_request(resources: Resources) -> GpuRequest:
     return GpuRequest(resources.gpus_per_node, resources.jobs_per_gpu)
 
 
-class LocalLauncher(Launcher):
+class LocalLauncher(Launcher[LocalHandle]):
     name = "local"
 
     def __init__(self, gpus: Sequence[str] | None = None) -> None:

@@ -60,7 +60,7 @@ def entrypoint_resources(resources: Resources) -> dict[str, float | int]:
     return asked
 
 
-class RayClusterLauncher(Launcher):
+class RayClusterLauncher(Launcher[RayJobHandle]):
     name = "ray_cluster"
 
     def __init__(self, settings: RayClusterSettings) -> None:

@@ -38,8 +38,10 @@ from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.resources import FIELDS as RESOURCE_FIELDS
 from rllm_sweeps.records.resources import Resources
 
+SlurmHandle = submitit.Job[int]  # the handle: submitit's job of a TrainCommand, which returns its exit code
 
-def record_submission(request: LaunchRequest, job: submitit.Job) -> None:
+
+def record_submission(request: LaunchRequest, job: SlurmHandle) -> None:
     """Every SLURM job id the sweep ever submitted for a job, with submitit's folder: a rerun of
     the sweep finds the ones still live and reattaches instead of submitting again."""
     folder = str(job.paths.folder)
@@ -57,7 +59,7 @@ def _minutes(limit: str) -> int | None:
     return int(days or 0) * 1440 + hours * 60 + minutes + (1 if seconds else 0)
 
 
-class SlurmLauncher(Launcher):
+class SlurmLauncher(Launcher[SlurmHandle]):
     name = "slurm"
     queues_arrays = True
 
@@ -179,7 +181,7 @@ class SlurmLauncher(Launcher):
         env = {**self.settings.env, **request.env}
         return TrainCommand(request.argv, env, JobPaths(request.job_dir).log, request.generation)
 
-    def submit(self, request: LaunchRequest) -> submitit.Job:
+    def submit(self, request: LaunchRequest) -> SlurmHandle:
         command = self.command(request)
         self.pace()
         job = self.executor(request).submit(command)
@@ -187,7 +189,7 @@ class SlurmLauncher(Launcher):
         self._job_dirs[job.job_id] = request.job_dir
         return job
 
-    def submit_array(self, requests: list[LaunchRequest], parallel: int) -> list[submitit.Job]:
+    def submit_array(self, requests: list[LaunchRequest], parallel: int) -> list[SlurmHandle]:
         """Every job at once, as SLURM arrays: one per resource shape, split at MaxArraySize,
         each throttled to `parallel` tasks (`--array=0-N%parallel`). Arrays after the first wait
         for the one before (`afterany`), so that at most `parallel` jobs run in all."""
@@ -196,7 +198,7 @@ class SlurmLauncher(Launcher):
         for request in requests:
             shapes.setdefault(request.resources, []).append(request)
         chunks = [group[i : i + limit] for group in shapes.values() for i in range(0, len(group), limit)]
-        jobs: dict[int, submitit.Job] = {}
+        jobs: dict[int, SlurmHandle] = {}
         previous: str | None = None
         for chunk in chunks:
             sweep = JobPaths(chunk[0].job_dir).sweep  # one folder for the sweep's arrays
@@ -229,7 +231,7 @@ class SlurmLauncher(Launcher):
                 return max(1, int(value.strip()))
         return 1001  # SLURM's default
 
-    def poll(self, job: submitit.Job) -> PollStatus:
+    def poll(self, job: SlurmHandle) -> PollStatus:
         now = time.monotonic()
         if now - self._last_poll >= self.settings.poll_interval_s:
             self._last_poll = now
@@ -250,7 +252,7 @@ class SlurmLauncher(Launcher):
             JobState.FINISHED, returncode=end.returncode, detail=end.reason, failure=failure, log=log, kind=end.kind
         )
 
-    def log_tail(self, job: submitit.Job, size: int = 4000) -> str:
+    def log_tail(self, job: SlurmHandle, size: int = 4000) -> str:
         """The end of the job's SLURM log (submitit's stderr file: srun's and slurmstepd's errors)."""
         try:
             return job.paths.stderr.read_text(errors="replace")[-size:]
@@ -262,10 +264,10 @@ class SlurmLauncher(Launcher):
         events = attempts.read_events(job_dir) if job_dir else []
         return any(isinstance(e, Started) and e.scheduler_id == job_id for e in events)
 
-    def reattach(self, job_dirs: list[Path]) -> dict[Path, submitit.Job]:
+    def reattach(self, job_dirs: list[Path]) -> dict[Path, SlurmHandle]:
         """The jobs an earlier sweeper submitted that SLURM still runs or holds (one sacct call): the
         newest of each job is adopted, any older live one cancelled (never two live attempts)."""
-        found: dict[Path, list[submitit.Job]] = {}
+        found: dict[Path, list[SlurmHandle]] = {}
         for job_dir in job_dirs:
             for sub in attempts.submissions(job_dir):
                 folder = Path(sub.folder) if sub.folder else JobPaths(job_dir).slurm
@@ -275,7 +277,7 @@ class SlurmLauncher(Launcher):
         # Attempts of jobs that ended while no sweeper watched, whose wrapper was killed: their ends.
         self.record_missing_ends({d: [j.job_id for j in jobs] for d, jobs in found.items()})
         next(iter(found.values()))[0].watcher.update()
-        adopted: dict[Path, submitit.Job] = {}
+        adopted: dict[Path, SlurmHandle] = {}
         for job_dir, jobs in found.items():
             live = [j for j in jobs if is_live(j.watcher.get_state(j.job_id, mode="cache"))]
             for stale in live[:-1]:
@@ -317,5 +319,5 @@ class SlurmLauncher(Launcher):
         ended = [s for s in states if not is_live(s) or s in REQUEUE_MAY_FOLLOW]
         return ended[-1] if ended else None
 
-    def cancel(self, job: submitit.Job) -> None:
+    def cancel(self, job: SlurmHandle) -> None:
         job.cancel(check=False)

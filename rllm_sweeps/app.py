@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -18,15 +18,14 @@ from rllm_sweeps.override_text import set_value, split_override
 from rllm_sweeps.plain_tree import leaves
 from rllm_sweeps.problems import ConfigError
 from rllm_sweeps.records.writable import unwritable
+from rllm_sweeps.stop import EXIT_BAD_INPUT, EXIT_FAILED, Stop
 
-EXIT_BAD_CONFIG = 2
 # The overrides preflight() validated (a single job): the Hydra app need not validate them again.
 _validated: tuple[str, ...] | None = None
 
 
-def fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(EXIT_BAD_CONFIG)
+def fail(message: str) -> NoReturn:
+    raise Stop(EXIT_BAD_INPUT, f"error: {message}")
 
 
 SWEEP_FILE_SETTING = "hydra.sweeper.sweep_file"
@@ -89,7 +88,7 @@ def run_train_py(hydra_app: Callable[[], object]) -> None:
 
 
 def preflight(argv: list[str]) -> Any:
-    """Check the command line before Hydra runs; may print and exit. Hydra's parsed arguments."""
+    """Check the command line before Hydra runs; may print and stop (stop.py). Hydra's parsed arguments."""
     from rllm_sweeps.config.load import check_override_keys, load_config
     from rllm_sweeps.config.planned import job_overrides, validated_by_sweeper
     from rllm_sweeps.config.private_api import command_line_parser
@@ -102,7 +101,7 @@ def preflight(argv: list[str]) -> Any:
     use_source(ConfigSource.from_command_line(args))  # every composition below: the user's search path
     if args.help:
         print(usage())
-        raise SystemExit(0)
+        raise Stop(0)
     sweep_file = next(
         (o for o in args.overrides if (p := split_override(o)).key in ("sweep", SWEEP_FILE_SETTING) and not p.deletes),
         None,
@@ -121,7 +120,7 @@ def preflight(argv: list[str]) -> Any:
             check_override_keys(args.overrides, where="command line")  # the sweeper checks each job
         elif args.cfg == "job":
             print(job_config_text(args.overrides), end="")
-            raise SystemExit(0)
+            raise Stop(0)
         else:
             global _validated
             if (problem := unwritable(run_dir_hint(args.overrides))) is not None:
@@ -242,9 +241,9 @@ def run_hydra_job(cfg: DictConfig) -> dict:
     except PermissionError as err:  # a directory or file of the job that this user may not write
         fail(f"permission denied: cannot write {err.filename}: make it writable, or give the job another directory")
     if result.status is JobStatus.PREEMPTED:
-        raise SystemExit(EXIT_PREEMPTED)
+        raise Stop(EXIT_PREEMPTED)
     if not result.status.is_final:  # pruned: stopped by its Optuna trial's pruner, as asked
-        raise SystemExit(1)
+        raise Stop(EXIT_FAILED)
     return {"status": str(result.status), "final": result.final, "config_hash": result.config_hash}
 
 

@@ -80,12 +80,26 @@ def open_storage(url: str) -> Any:
     return optuna.storages.JournalStorage(JournalFileBackend(url))
 
 
+def live_trial(study: Any, trial_id: int) -> Any:
+    """Trial `trial_id` of `study` as an `optuna.trial.Trial`, for a process that did not ask it: the
+    job reporting to it, a restarted sweeper settling a dead one's trials (the id from the storage's
+    public `get_trial_id_from_study_id_trial_number`, never a FrozenTrial's private `_trial_id`).
+
+    Optuna's only call that hands back an existing trial, here alone: `Study.ask` makes new ones, and
+    the `Trial(study, trial_id)` constructor, public but documented as not for direct use, is what
+    Optuna's own `optimize` calls."""
+    import optuna
+
+    return optuna.trial.Trial(study, trial_id)
+
+
 __all__ = [
     "JOURNAL_FILE",
     "STUDY_ATTR",
     "SweepAttrs",
     "TrialAddress",
     "is_database_url",
+    "live_trial",
     "open_storage",
     "storage_url",
 ]

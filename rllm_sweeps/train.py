@@ -57,9 +57,13 @@ def run(program: list[str], args: list[str]) -> None:
     from rllm_sweeps.config.native import register
     from rllm_sweeps.config.paths import CONF_SEARCH_PATH
     from rllm_sweeps.config.source import CONFIG_NAME
+    from rllm_sweeps.stop import Stop
 
     register()
-    run_train_py(hydra.main(config_path=CONF_SEARCH_PATH, config_name=CONFIG_NAME, version_base=None)(train))
+    try:
+        run_train_py(hydra.main(config_path=CONF_SEARCH_PATH, config_name=CONFIG_NAME, version_base=None)(train))
+    except Stop as stop:  # the one place the app ends the process (stop.py)
+        raise SystemExit(stop.report()) from None
 
 
 def train(cfg: Any) -> dict:

@@ -105,3 +105,11 @@ def test_the_plan_refuses_trials_that_would_never_reach_an_interval_or_skip_its_
     assert "trainer.total_batches=3 leaves no perturbation interval before the last step" in text
     plan = plan_sweep([*PBT, "trainer.total_batches=6"], limit=4, validate=False)
     assert len(plan.jobs) == 4 and len({j.params["trainer.lr"] for j in plan.jobs}) == 4
+
+
+def test_the_docs_state_pbt_defaults_as_pbt_spec_defines_them() -> None:
+    from rllm_sweeps.sweep.pbt_settings import defaults_text
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "SWEEPS.md").read_text()
+    row = next(line for line in docs.splitlines() if line.startswith("| `pbt` |"))
+    assert defaults_text() in row

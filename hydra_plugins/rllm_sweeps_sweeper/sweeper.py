@@ -17,7 +17,6 @@ rule) still runs the search it describes.
 # without registering it in sys.modules, and dataclasses then cannot resolve string annotations.
 import dataclasses
 import importlib.util
-import sys
 from typing import Any, ClassVar, List  # noqa: UP035 (Hydra's Sweeper signature)
 
 from hydra.core.config_store import ConfigStore
@@ -60,8 +59,18 @@ class RllmSweeper(Sweeper):
         self.config_loader = hydra_context.config_loader
 
     def sweep(self, arguments: List[str]) -> Any:  # noqa: UP006
+        from rllm_sweeps.stop import Stop
+
+        try:
+            return self._sweep(arguments)
+        except Stop as stop:  # the one place the sweeper ends the process (rllm_sweeps/stop.py)
+            raise SystemExit(stop.report()) from None
+
+    def _sweep(self, arguments: List[str]) -> Any:  # noqa: UP006
         from rllm_sweeps.config.override_values import format_value, parse_value
         from rllm_sweeps.override_text import set_value
+        from rllm_sweeps.problems import RecordError
+        from rllm_sweeps.stop import EXIT_BAD_INPUT, Stop
         from rllm_sweeps.sweep.optuna_sweeper_fields import translate
         from rllm_sweeps.sweep.run import run_sweep
 
@@ -70,16 +79,12 @@ class RllmSweeper(Sweeper):
         t = translate(self.plugin_fields, parse_value(given[-1]) if given else None, chosen=self.optuna_chosen)
         if t.problems:
             where = 'docs/OPTUNA.md, "Coming from hydra-optuna-sweeper"'
-            print(f"error: {'; '.join(t.problems)} ({where}); nothing was planned or run", file=sys.stderr)
-            raise SystemExit(2)
+            raise Stop(EXIT_BAD_INPUT, f"error: {'; '.join(t.problems)} ({where}); nothing was planned or run")
         settings = dataclasses.replace(self.settings, params=t.params)
         extra = [f"sweep.{key}={format_value(value)}" for key, value in t.settings.items()]
-        from rllm_sweeps.problems import RecordError
-
         try:
             return run_sweep(
                 [*extra, *arguments], self.config, settings, config_loader=self.config_loader, notes=tuple(t.notes)
             )
         except RecordError as err:  # a record of the sweep directory that does not read: its file and field
-            print(f"error: {err}; nothing more was launched", file=sys.stderr)
-            raise SystemExit(2) from None
+            raise Stop(EXIT_BAD_INPUT, f"error: {err}; nothing more was launched") from None

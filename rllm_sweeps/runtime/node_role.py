@@ -64,7 +64,9 @@ def run_node(argv: Sequence[str], train: Callable[[], object], role: NodeRole | 
     from rllm_sweeps.runtime import job_ray
 
     if role.rank > 0:
-        raise SystemExit(job_ray.run_worker(job_dir, role.rank))
+        from rllm_sweeps.stop import Stop
+
+        raise Stop(job_ray.run_worker(job_dir, role.rank))  # a worker node's exit is its Ray node's
     try:
         train()
     finally:

@@ -40,7 +40,7 @@ from rllm_sweeps.records.manifest import StudyLocation
 from rllm_sweeps.records.plan import PlannedJob, Totals, read_plan
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import JobStatus
-from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, open_storage, storage_url
+from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, TrialAddress, live_trial, open_storage, storage_url
 from rllm_sweeps.sweep.optuna_settings import make_pruner, make_sampler, pruner_settings
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.runner import JobSource, JobToRun, job_dir_for
@@ -88,7 +88,7 @@ class OptunaSource(JobSource):
         self.constraints_to_sampler = bool(spec.constraints) and self.settings.sampler_part.constraints
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        storage = open_storage(self.storage_url)
+        self.storage = storage = open_storage(self.storage_url)
         self.study = optuna.create_study(
             storage=storage,
             study_name=self.study_name,
@@ -286,8 +286,10 @@ class OptunaSource(JobSource):
         import optuna
 
         adopted, failed = [], []
+        study_id = self.storage.get_study_id_from_name(self.study_name)
         for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-            trial = optuna.trial.Trial(self.study, t._trial_id)
+            trial_id = self.storage.get_trial_id_from_study_id_trial_number(study_id, t.number)
+            trial = live_trial(self.study, trial_id)
             jobs = [j for j in self.plan_jobs if j.point_index == t.number]
             results = {j.index: JobResult.read(job_dir_for(self.sweep_dir, j)) for j in jobs}
             if jobs and all(r is not None and r.status.is_final for r in results.values()):

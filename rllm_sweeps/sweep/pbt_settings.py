@@ -62,6 +62,16 @@ class PbtSpec:
         return out
 
 
+def defaults_text() -> str:
+    """PbtSpec's defaults as docs/SWEEPS.md's settings table states them (a test holds the two together)."""
+    d = PbtSpec()
+    factors = ", ".join(f"{f:g}" for f in d.factors)
+    return (
+        f"population {d.population}, interval {d.interval}, quantile {d.quantile:g}, factors [{factors}], "
+        f"resample {d.resample_probability:g}"
+    )
+
+
 def parse_pbt_settings(
     block: Any,
     where: str,

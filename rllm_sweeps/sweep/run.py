@@ -16,6 +16,7 @@ import dataclasses
 import signal
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.manifest import record_invocation
 from rllm_sweeps.records.plan import PlanRecord, read_plan
 from rllm_sweeps.records.writable import unwritable
+from rllm_sweeps.stop import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, Stop
 from rllm_sweeps.sweep.launch_choice import (
     launch_lines,
     launcher_choice,
@@ -46,8 +48,6 @@ from rllm_sweeps.sweep.runner import JobSource, StaticSource, SweepRunner
 from rllm_sweeps.sweep.sweeper_lock import SweeperBusy, hold_sweep_dir
 from rllm_sweeps.sweeper_settings import SweeperSettings
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
-
 
 def run_sweep(
     arguments: list[str],
@@ -56,13 +56,12 @@ def run_sweep(
     config_loader: Any = None,
     notes: tuple[str, ...] = (),
 ) -> None:
-    """The sweeper's body (Hydra multirun): plan, then launch; exits non-zero on failures. `notes`:
-    what the plan says besides its own (how another sweeper's vocabulary was read)."""
+    """The sweeper's body (Hydra multirun): plan, then launch; a non-zero Stop (stop.py) on failures.
+    `notes`: what the plan says besides its own (how another sweeper's vocabulary was read)."""
     if settings.parallel is not None and settings.parallel < 1:  # 0 is an error, not unset; dry runs check it too
-        print(
-            f"error: hydra.sweeper.parallel={settings.parallel} is invalid: expected an integer >= 1", file=sys.stderr
+        raise Stop(
+            EXIT_BAD_INPUT, f"error: hydra.sweeper.parallel={settings.parallel} is invalid: expected an integer >= 1"
         )
-        raise SystemExit(2)
     # Ctrl-C (SIGINT) cancels the sweep even where the shell started it ignoring SIGINT (`cmd &`,
     # nohup): `kill -INT <pid>` must then stop its jobs too.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -83,8 +82,7 @@ def run_sweep(
                 request, spec=dataclasses.replace(request.spec, notes=(*request.spec.notes, *notes))
             )
     except LauncherRefused as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise Stop(EXIT_BAD_INPUT, f"error: {err}") from None
     try:
         if settings.dry_run:
             # Planned once: the table is printed as soon as the jobs shown are composed (no SkyRL
@@ -100,23 +98,19 @@ def run_sweep(
                 print(f"note: {note}")
             plan = plan_request(request, pending=issues, max_jobs=settings.max_jobs, progress=print_planning)
     except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise Stop(EXIT_BAD_INPUT, f"error: {err}") from None
     except KeyboardInterrupt:
-        print("interrupted (Ctrl-C) while planning: nothing was launched", file=sys.stderr)
-        raise SystemExit(EXIT_INTERRUPTED) from None
+        raise Stop(EXIT_INTERRUPTED, "interrupted (Ctrl-C) while planning: nothing was launched") from None
     parallel = given_parallel if given_parallel is not None else plan.spec.parallel  # the spec checks its own
     sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
     if (problem := unwritable(sweep_dir)) is not None:
-        print(f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR", file=sys.stderr)
-        raise SystemExit(2)
+        raise Stop(EXIT_BAD_INPUT, f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR")
     this_id, family = (
         sweep_id(plan.spec.to_dict(), plan.base_overrides),
         sweep_family(plan.spec.to_dict(), plan.base_overrides),
     )
     if (owned := ownership_refusal(sweep_dir, this_id, family)) is not None:  # a dry run says so too
-        print(f"error: {owned}", file=sys.stderr)
-        raise SystemExit(2)
+        raise Stop(EXIT_BAD_INPUT, f"error: {owned}")
     launcher = make_launcher(choice)
     if settings.dry_run:
         print("\n".join(launch_lines(choice, launcher, plan, parallel)))
@@ -124,8 +118,7 @@ def run_sweep(
     # before any job is queued: in a dry run too, where the scheduler can be asked.
     if (unavailable := launcher.unavailable()) is not None:
         if not settings.dry_run:
-            print(f"error: cannot submit, nothing was submitted: {unavailable}", file=sys.stderr)
-            raise SystemExit(2)
+            raise Stop(EXIT_BAD_INPUT, f"error: cannot submit, nothing was submitted: {unavailable}")
         print(f"note: the scheduler's own check of these jobs was skipped: {unavailable}")
         problems = []
     else:
@@ -133,18 +126,16 @@ def run_sweep(
         if not problems and (storage := launcher.storage_problem(sweep_dir)) is not None:
             problems = [storage]
     if problems:
-        print("error: the scheduler refuses this sweep (nothing was submitted):", file=sys.stderr)
-        print("\n".join(f"  - {p}" for p in problems), file=sys.stderr)
-        raise SystemExit(2)
+        head = "error: the scheduler refuses this sweep (nothing was submitted):"
+        raise Stop(EXIT_BAD_INPUT, listing(head, problems))
     # Each GPU job's memory against its share, the dry run's lines in the real sweep too; a job that
     # fits at no size is refused before anything is written (sweep/memory_check.py).
     memory = memory_check(plan.jobs, launcher)
     for line in memory.lines:
         print(line)
     if memory.refused:
-        print("error: out of GPU memory at any size (nothing was launched):", file=sys.stderr)
-        print("\n".join(f"  - {r}" for r in memory.refused), file=sys.stderr)
-        raise SystemExit(2)
+        head = "error: out of GPU memory at any size (nothing was launched):"
+        raise Stop(EXIT_BAD_INPUT, listing(head, memory.refused))
     if settings.dry_run:
         print(f"validated the {plan.totals.validated} jobs shown: no problem found")
         # Beside the sweep directory, never in it: a dry run of a finished sweep leaves its records as they are.
@@ -155,8 +146,7 @@ def run_sweep(
         # Before anything in the directory is written: one sweeper per sweep (held until exit).
         lock = hold_sweep_dir(sweep_dir)  # noqa: F841 (held for the sweeper's life)
     except SweeperBusy as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise Stop(EXIT_BAD_INPUT, f"error: {err}") from None
     source = make_source(plan, sweep_dir)
     record_invocation(
         sweep_dir,
@@ -200,15 +190,13 @@ def run_sweep(
         source.close()
     print_final_table(sweep_dir)
     if results is None or confirmed is None:
-        print(f"interrupted (Ctrl-C): rerun the same command to resume {sweep_dir}", file=sys.stderr)
-        raise SystemExit(EXIT_INTERRUPTED)
+        raise Stop(EXIT_INTERRUPTED, f"interrupted (Ctrl-C): rerun the same command to resume {sweep_dir}")
     failed = [i for i, r in results.items() if r is None or not r.status.is_final]
     failed += [f"confirm {i}" for i, r in confirmed.items() if r is None or not r.status.is_final]
     if source.stopped:
         print(f"{'error' if source.fatal else 'note'}: the search stopped: {source.stopped}", file=sys.stderr)
     if failed:
-        print(f"{len(failed)} of {len(results)} jobs did not complete: {failed}", file=sys.stderr)
-        raise SystemExit(1)
+        raise Stop(EXIT_FAILED, f"{len(failed)} of {len(results)} jobs did not complete: {failed}")
 
 
 def print_planning(done: int, total: int, seconds: float) -> None:
@@ -231,8 +219,12 @@ def make_source(plan: Plan, sweep_dir: Path) -> JobSource:
     try:
         return OptunaSource(plan.spec, plan.base_overrides, sweep_dir)  # writes plan.json as trials come
     except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise Stop(EXIT_BAD_INPUT, f"error: {err}") from None
+
+
+def listing(head: str, items: Iterable[str]) -> str:
+    """`head`, then one `  - item` line each: a refusal with every reason."""
+    return "\n".join([head, *(f"  - {item}" for item in items)])
 
 
 def write_plan(plan: Plan, sweep_dir: Path) -> None:

@@ -47,11 +47,22 @@ def checkpoint_name(step: int) -> str:
 def save_checkpoint(path: Path, policy: Policy, state: TrainerState, *, mark_latest: bool) -> Path:
     """Write ``path/`` = the policy's backend checkpoint + ``state`` (atomic rename); ``mark_latest``:
     point the parent's ``latest`` file at it."""
+
+    def fill(tmp: Path) -> None:
+        tmp.mkdir(parents=True)
+        policy.save(tmp / f"{policy.model_id}.ckpt")
+        (tmp / TRAINER_STATE_FILE).write_text(dumps(state))
+
+    return _write_checkpoint(path, fill, mark_latest=mark_latest)
+
+
+def _write_checkpoint(path: Path, fill: Callable[[Path], None], *, mark_latest: bool) -> Path:
+    """The one way a checkpoint is written: ``fill`` makes it under ``path.tmp``, then it is renamed to
+    ``path``, so a checkpoint cut short is never taken for one (``_complete_checkpoints`` and ``latest``
+    skip ``.tmp``); ``mark_latest``: then the parent's ``latest`` file names it (itself renamed into place)."""
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    policy.save(tmp / f"{policy.model_id}.ckpt")
-    (tmp / TRAINER_STATE_FILE).write_text(dumps(state))
+    fill(tmp)
     if path.exists():
         shutil.rmtree(path)
     os.replace(tmp, path)
@@ -87,28 +98,21 @@ def _complete_checkpoints(checkpoint_dir: Path) -> list[tuple[int, Path]]:
 def copy_checkpoint(
     source: Path, dest: Path, *, mark_latest: bool, prepare: Callable[[Path], None] | None = None
 ) -> Path:
-    """Copy the complete checkpoint ``source`` (another trial's, for PBT's exploit) to ``dest``, the
-    way ``save_checkpoint`` writes one: under ``dest.tmp``, then renamed, so a copy cut short is
-    never taken for a checkpoint (``_complete_checkpoints`` and ``latest`` skip ``.tmp``).
+    """Copy the complete checkpoint ``source`` (another trial's, for PBT's exploit) to ``dest``, written
+    as ``save_checkpoint`` writes one (``_write_checkpoint``).
     ``prepare(tmp)`` may add to the copy before the rename (PBT: the schedule it continues with)."""
     if not (source / TRAINER_STATE_FILE).is_file():
         raise FileNotFoundError(f"{source} is not a complete checkpoint (no {TRAINER_STATE_FILE})")
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(source, tmp)
-    if not (tmp / TRAINER_STATE_FILE).is_file():  # the source was replaced while it was copied
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise FileNotFoundError(f"{source} changed while it was copied")
-    if prepare is not None:
-        prepare(tmp)
-    if dest.exists():
-        shutil.rmtree(dest)
-    os.replace(tmp, dest)
-    if mark_latest:
-        latest = dest.parent / (LATEST_FILE + ".tmp")
-        latest.write_text(dest.name + "\n")
-        os.replace(latest, dest.parent / LATEST_FILE)
-    return dest
+
+    def fill(tmp: Path) -> None:
+        shutil.copytree(source, tmp)
+        if not (tmp / TRAINER_STATE_FILE).is_file():  # the source was replaced while it was copied
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise FileNotFoundError(f"{source} changed while it was copied")
+        if prepare is not None:
+            prepare(tmp)
+
+    return _write_checkpoint(dest, fill, mark_latest=mark_latest)
 
 
 def load_checkpoint(path: Path, policy: Policy, load_optimizer: bool = True) -> TrainerState:

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rllm_sweeps.records.launch import JobLaunch, OptunaTrial
-from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, open_storage
+from rllm_sweeps.study import STUDY_ATTR, SweepAttrs, live_trial, open_storage
 
 PRUNED_AT = "pruned_at_step"  # trial user attribute: the step a replicate was pruned at
 
@@ -63,7 +63,7 @@ class TrialReporter:
         self.metrics = attrs.metrics
         self.study = optuna.load_study(study_name=address.study, storage=self.storage, pruner=trial.pruner.build())
         self.trial_id = self.storage.get_trial_id_from_study_id_trial_number(study_id, address.trial)
-        self.trial = optuna.trial.Trial(self.study, self.trial_id)
+        self.trial = live_trial(self.study, self.trial_id)
         self._check_running()
         self.pruned_at: int | None = None
         self._checked = False
