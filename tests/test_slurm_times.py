@@ -108,6 +108,6 @@ def test_a_job_whose_wrapper_is_killed_gets_its_end_from_sacct(slurm_env, tmp_pa
         env={**os.environ, "SLURM_TIME_FORMAT": "%s"},
     ).stdout.split()
     # SLURM's End (whole seconds), never before the attempt's recorded start
-    assert float(sacct[0]) <= ends[0]["time"] <= max(float(sacct[0]), starts[0]["time"]), (ends, sacct)
+    assert float(sacct[0]) <= ends[0].time <= max(float(sacct[0]), starts[0].time), (ends, sacct)
     (run,) = attempts.read_attempts(job_dir)
-    assert run.ended_at == ends[0]["time"]
+    assert run.ended_at == ends[0].time

@@ -19,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from rllm_sweeps.problems import RecordError
 from rllm_sweeps.records.model import Migration, load, same_shape
 
-# A metric's value: the loop's numbers (NaN where a step had none), null where none was measured.
-MetricValue = int | float | None
+# A metric's value: the loop's numbers (NaN where a step had none), null where none was measured, or a
+# word the loop reports beside them (a skipped step's reason).
+MetricValue = bool | int | float | str | None
 
 
 class _Row(BaseModel):
@@ -43,6 +44,15 @@ class _Row(BaseModel):
     # A row also reads as that object: row["loss"], row.get("val_reward_mean"), row.items().
     def __getitem__(self, name: str) -> Any:
         return self.as_dict()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.as_dict()
+
+    def __iter__(self) -> Any:  # the names, as a dict's (pydantic's own yields (name, value) pairs)
+        return iter(self.as_dict())
+
+    def keys(self) -> Any:
+        return self.as_dict().keys()
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.as_dict().get(name, default)
