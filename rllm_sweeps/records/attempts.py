@@ -30,10 +30,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rllm_sweeps.problems import RecordError
 from rllm_sweeps.records.attempt_events import Ended, Started, Submitted, load_event
 from rllm_sweeps.records.layout import JobPaths
-from rllm_sweeps.records.model import json_data, line_of
+from rllm_sweeps.records.model import json_lines, line_of
 
 RAY_ID_PREFIX = "rllm-"  # how a Ray job id (launchers/ray_cluster.py's submission id) starts; SLURM's are numbers
 
@@ -52,20 +51,8 @@ def append_event(job_dir: Path, event: Submitted | Started | Ended) -> None:
 def read_events(job_dir: Path) -> list[Submitted | Started | Ended]:
     """The job's events, oldest first. A line cut short by a crash is skipped (a later writer's
     line follows it); one that does not validate is a RecordError naming the file and line."""
-    path = JobPaths(Path(job_dir)).attempts
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return []
-    events = []
-    for n, line in enumerate(text.splitlines(), 1):
-        source = f"{path}:{n}"
-        try:
-            data = json_data(line, source)
-        except RecordError:
-            continue
-        events.append(load_event(data, source))
-    return events
+    lines = json_lines(JobPaths(Path(job_dir)).attempts, after_a_cut_line="skip")
+    return [load_event(data, source) for data, source in lines]
 
 
 @dataclass(frozen=True)

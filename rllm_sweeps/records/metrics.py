@@ -8,10 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.problems import RecordError
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.metric_rows import TrainRow, ValRow, load_row
-from rllm_sweeps.records.model import json_data, line_of
+from rllm_sweeps.records.model import json_lines, line_of
 
 # What a job's `final` holds: the validation metrics the loop reports (a sweep's metric is one of them).
 VALIDATION_METRICS = ("val_reward_mean", "val_reward_std", "val_response_length_mean", "val_num_samples")
@@ -82,18 +81,8 @@ def read_metrics(job_dir: Path) -> list[TrainRow | ValRow]:
     """The job's rows, oldest first: every reader of metrics.jsonl reads it here. A line cut short
     by a kill ends the file (everything before it is good); a row that does not validate is a
     RecordError naming the file and line."""
-    path = JobPaths(Path(job_dir)).metrics
-    if not path.exists():
-        return []
-    rows = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        source = f"{path}:{n}"
-        try:
-            data = json_data(line, source)
-        except RecordError:
-            break
-        rows.append(load_row(data, source))
-    return rows
+    lines = json_lines(JobPaths(Path(job_dir)).metrics, after_a_cut_line="end")
+    return [load_row(data, source) for data, source in lines]
 
 
 # Workflows with several roles or turns (rllm_sweeps/workflows/metrics.py) also report, at each

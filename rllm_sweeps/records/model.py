@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,25 @@ def json_data(text: str, source: str) -> Any:
         raise RecordError(f"{source}: not valid JSON ({err})") from None
 
 
+def json_lines(path: Path, after_a_cut_line: str) -> Iterator[tuple[Any, str]]:
+    """Each line of a .jsonl record file as (its JSON data, "path:line"), oldest first; none for a
+    missing file. A line that is not JSON (cut short by a kill) is skipped (`after_a_cut_line="skip"`:
+    several writers append, and a later one's lines follow it) or ends the file (`"end"`: one writer)."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        return
+    for n, line in enumerate(text.splitlines(), 1):
+        source = f"{path}:{n}"
+        try:
+            data = json_data(line, source)
+        except RecordError:
+            if after_a_cut_line == "end":
+                return
+            continue
+        yield data, source
+
+
 def read_record[R](cls: type[R], path: Path) -> R:
     """The record of `cls` at `path`. FileNotFoundError when there is none (the caller says what
     that means); RecordError when it does not read."""
@@ -138,6 +157,7 @@ __all__ = [
     "dump",
     "dumps",
     "json_data",
+    "json_lines",
     "line_of",
     "load",
     "parse",
