@@ -130,7 +130,8 @@ def main() -> None:
     print(f"models ready in {time.monotonic() - start:.1f} s", flush=True)
     if not args.skip_why:
         # The "Why": 2 jobs, parallel 2, one GPU each, no micro batch set (auto).
-        why = with_fit(run_sweep("why: 2 jobs at defaults", args.out / "why", [], args.steps), args.out / "why")
+        why_dir = args.out / "why"
+        why = with_fit(run_sweep("why: 2 jobs at defaults", why_dir, [], args.steps, cwd=RUN_DIR), why_dir)
         print(json.dumps(why), flush=True)
         print("\n".join(why["estimate_lines"]))
         done = sum(j["status"] == "completed" for j in why["jobs"])

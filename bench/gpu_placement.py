@@ -64,7 +64,9 @@ class MemorySampler(threading.Thread):
         pynvml.nvmlShutdown()
 
 
-def run_sweep(name: str, sweep_dir: Path, extra: list[str], steps: int) -> dict:
+def run_sweep(name: str, sweep_dir: Path, extra: list[str], steps: int, cwd: Path = REPO) -> dict:
+    """`cwd`: the sweep's working directory, which goes on its jobs' PYTHONPATH (the user's modules): a
+    run of the installed package passes one outside the checkout, whose uninstalled copy would win."""
     from rllm_sweeps.records.attempts import read_events
     from rllm_sweeps.records.metrics import read_metrics
     from rllm_sweeps.records.result import JobResult
@@ -74,7 +76,7 @@ def run_sweep(name: str, sweep_dir: Path, extra: list[str], steps: int) -> dict:
     sampler = MemorySampler()
     sampler.start()
     start = time.monotonic()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     wall = time.monotonic() - start
     sampler.done.set()
     sampler.join()

