@@ -119,14 +119,3 @@ def test_smollm2_135m_instruct_is_built_from_its_packages_gguf_as_published_and_
     assert [r["step"] for r in steps] == [1, 2]
     assert all(math.isfinite(r["loss"]) and math.isfinite(r["grad_norm"]) for r in steps), steps
     assert all(r["response_length_mean"] > 1 for r in steps), steps
-
-
-def test_a_bf16_model_on_ray_jax_is_refused_before_anything_runs_saying_why_and_what_to_use():
-    from config_problems import problems, quiet  # the same check the pre-flight and the planner run
-
-    from rllm_sweeps.config.load import load_config
-
-    message = problems(["skyrl.jax.use_ray=true", "model.path=builtin:tiny-qwen3-bf16"])["skyrl.jax.use_ray"]
-    assert "cannot train a bfloat16/float16 model" in message and "skyrl.jax.use_ray=false" in message
-    load_config(["skyrl.jax.use_ray=true"], notify=quiet)  # the float32 tiny model: fine
-    load_config(["model.path=builtin:tiny-qwen3-bf16"], notify=quiet)  # in-process: the float32 AdamW

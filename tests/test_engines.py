@@ -145,10 +145,10 @@ def test_jax_backend_settings_change_nothing_on_the_gpu_trainer_and_adam_eps_is_
     assert "torch's eps" in found["trainer.adam_eps"]
 
 
-def test_gradient_clipping_is_refused_only_on_ray_jax_whose_workers_build_their_own_optimizer():
-    found = problems(["trainer.max_grad_norm=0.5", "skyrl.jax.use_ray=true"])
-    assert "RayJaxBackend (skyrl.jax.use_ray) has no gradient clipping" in found["trainer.max_grad_norm"]
-    load_config(["trainer.max_grad_norm=0.5"], notify=quiet)  # in-process JaxBackend clips (jax_backend.py)
+def test_gradient_clipping_is_accepted_on_both_jax_backends_whose_processes_all_train_with_our_adamw():
+    # In-process and in each RayJaxBackend worker (optimizer.py; test_job.py's use_ray job a trains so).
+    load_config(["trainer.max_grad_norm=0.5"], notify=quiet)
+    load_config(["trainer.max_grad_norm=0.5", "skyrl.jax.use_ray=true"], notify=quiet)
     load_config(["trainer.max_grad_norm=0.5", "skyrl.engine=fsdp", "resources.gpus_per_node=1"], notify=quiet)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -134,7 +135,9 @@ def test_a_sigterm_during_the_last_step_stops_nothing_and_the_job_completes_with
 def test_two_concurrent_use_ray_jobs_one_of_two_processes_get_their_own_ray_clusters_and_leave_no_ray_process(
     tmp_path,
 ):
-    # Job b also proves that skyrl.jax.use_ray trains through RayJaxBackend with two JAX processes.
+    # Job b also proves that skyrl.jax.use_ray trains through RayJaxBackend with two JAX processes,
+    # and both that a bf16 checkpoint trains there, clipped: each worker's AdamW is ours (optimizer.py),
+    # not SkyRL's, which writes NaN into a bf16 adapter at the first step (test_bf16_training.py).
     # While they train, each job's probe tries its cluster as strangers would: without a token,
     # with the other job's token, and with its own (tests/probes/ray_probe.py).
     jobs = {}
@@ -144,6 +147,8 @@ def test_two_concurrent_use_ray_jobs_one_of_two_processes_get_their_own_ray_clus
             "trainer.total_batches=2",
             "skyrl.jax.use_ray=true",  # RayJaxBackend: the backend that runs on the job's Ray cluster
             f"skyrl.jax.num_processes={processes}",
+            "model.path=builtin:tiny-qwen3-bf16",
+            "trainer.max_grad_norm=0.5",
             "task.reward=tests.probes.ray_probe:auth_probe_reward",
             f"resources.cpus_per_task={cpus}",
             RAY_PROBE_OUT=str(tmp_path / f"probe-{name}.json"),
@@ -175,6 +180,9 @@ def test_two_concurrent_use_ray_jobs_one_of_two_processes_get_their_own_ray_clus
         assert rays[name]["pids"] and not [p for p in rays[name]["pids"] if pid_alive(p)]
     assert probes["a"]["RAY_ADDRESS"] != probes["b"]["RAY_ADDRESS"]
     assert job_token(tmp_path / "a") != job_token(tmp_path / "b")
+    for name in jobs:  # SkyRL's own AdamW in a worker: loss and grad_norm NaN from step 1, 1-token replies
+        for r in [r for r in read_metrics(tmp_path / name) if r["kind"] == "train"]:
+            assert math.isfinite(r["loss"]) and math.isfinite(r["grad_norm"]) and r["response_length_mean"] > 1, r
 
 
 def test_gpu_trainer_engine_on_a_cpu_machine_fails_before_ray_with_a_clear_message(tmp_path):

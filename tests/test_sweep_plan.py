@@ -168,7 +168,6 @@ BAD = [
     ["data.train_batch_size=30", "trainer.mini_batch_size=4"],
     ["skyrl.engine=fsdp", "resources.gpus_per_node=1", "algorithm.use_kl_loss=true"],  # no reference adapter on fsdp
     ["skyrl.train.trainer.algorithm.use_entropy_loss=true"],  # refused on jax (setting_effect.py)
-    ["trainer.max_grad_norm=0.5", "skyrl.jax.use_ray=true"],  # RayJaxBackend: no gradient clipping
     # SkyRL's validate_cfg: colocation (2 GPUs, 1 engine set explicitly)
     ["skyrl.engine=fsdp", "resources.gpus_per_node=2", "skyrl.train.generator.inference_engine.num_engines=1"],
     ["skyrl.jax.max_lora_adapters=x"],

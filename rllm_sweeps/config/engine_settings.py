@@ -30,25 +30,18 @@ from rllm_sweeps.problems import ConfigIssue
 
 @dataclass(frozen=True)
 class NotRead:
-    """A common key some engines cannot honour (``only_with``: only when that setting is on)."""
+    """A common key some engines cannot honour."""
 
     engines: tuple[str, ...]
     why: str
-    only_with: str | None = None
 
     def refuses(self, plain: dict[str, Any]) -> bool:
-        engine = plain_get_or_none(plain, "skyrl.engine")
-        return engine in self.engines and (self.only_with is None or bool(plain_get_or_none(plain, self.only_with)))
+        return plain_get_or_none(plain, "skyrl.engine") in self.engines
 
 
 # Common keys that some engine cannot honour, with the reason (every other common key is read
 # by the loop or the job on every engine).
 NOT_READ: dict[str, NotRead] = {
-    # In-process, the JAX engine clips (training/jax_backend.py); RayJaxBackend's worker processes
-    # build SkyRL's own unclipped AdamW.
-    "trainer.max_grad_norm": NotRead(
-        ("jax",), "SkyRL's RayJaxBackend (skyrl.jax.use_ray) has no gradient clipping", "skyrl.jax.use_ray"
-    ),
     "trainer.adam_eps": NotRead(
         GPU_TRAINER, "SkyRL's trainer builds AdamW with torch's eps (1e-8) and takes only the lr at each step"
     ),

@@ -116,22 +116,8 @@ def model_shape(path: str) -> ModelShape | None:
         return None
 
 
-def computes_in_half_precision(path: str) -> bool | None:
-    """Whether a model is saved in a 16-bit dtype (its config.json's, which SkyRL's JAX engine computes
-    in); None: not known on this machine. A built-in tiny model's is its recipe's save_dtype (float32
-    by default, whatever its model config names: save_pretrained records the weights')."""
-    from rllm_sweeps.models.tiny import BUILTIN_MODELS
-
-    recipe = BUILTIN_MODELS.get(path.removeprefix("builtin:")) if path.startswith("builtin:") else None
-    if recipe is not None:
-        return str(recipe.get("save_dtype") or recipe.get("dtype") or "float32") in ("bfloat16", "float16")
-    shape = model_shape(path)
-    return None if shape is None else shape.dtype_bytes == 2
-
-
 __all__ = [
     "asked_size",
-    "computes_in_half_precision",
     "is_auto",
     "job_memory_need",
     "model_shape",

@@ -277,14 +277,6 @@ def _tracker_installed(loggers: Any) -> bool:
     return "wandb" not in (loggers or []) or importlib.util.find_spec("wandb") is not None
 
 
-def _ray_jax_trains_it(use_ray: Any, path: Any) -> bool:
-    """RayJaxBackend's workers build SkyRL's own AdamW, which turns a 16-bit model's adapter NaN at the
-    first step (training/optimizer.py); in the job's process the JAX engine's AdamW computes in float32."""
-    from rllm_sweeps.config.memory_need import computes_in_half_precision
-
-    return not use_ray or not isinstance(path, str) or computes_in_half_precision(path) is not True
-
-
 CROSS_RULES: tuple[CrossRule, ...] = (
     CrossRule(
         ("model.lora.rank", "skyrl.jax.max_lora_rank", "skyrl.engine"),
@@ -293,14 +285,6 @@ CROSS_RULES: tuple[CrossRule, ...] = (
         ),
         "skyrl.jax.max_lora_rank is the largest LoRA rank SkyRL's JAX backend allocates adapters for: raise it to at "
         "least model.lora.rank (or leave it out: it follows model.lora.rank)",
-    ),
-    CrossRule(
-        ("skyrl.jax.use_ray", "model.path"),
-        _ray_jax_trains_it,
-        "skyrl.jax.use_ray=true cannot train a bfloat16/float16 model: RayJaxBackend's workers build SkyRL "
-        "0.4.0's own AdamW, whose 16-bit hyperparameters turn the adapter NaN at the first step "
-        "(docs/JOBS.md#bf16-checkpoints); use skyrl.jax.use_ray=false (one JAX process, float32 optimizer) "
-        "or a float32 copy of the model",
     ),
     CrossRule(
         ("trainer.logger",),

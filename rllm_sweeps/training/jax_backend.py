@@ -94,16 +94,15 @@ def make_jax_backend(
     Adapter slot 0 is the base model, 1 the policy, 2 the KL reference (only
     with ``use_kl_loss`` and ``kl_beta > 0``).
 
-    In the job's process its policies train with optimizer.py's AdamW: SkyRL's, in float32 (bf16
-    checkpoints otherwise diverge at the first step), with ``trainer.max_grad_norm``'s global-norm
-    clip before AdamW, as SkyRL's trainer does (``grad_norm`` reports the norm before clipping, as
-    SkyRL's). RayJaxBackend's workers build SkyRL's own (optimizer.py says why; config validation
-    refuses what that cannot do).
+    Its policies train with optimizer.py's AdamW (in the job's process, or in each of RayJaxBackend's
+    JAX processes): SkyRL's, in float32 (bf16 checkpoints otherwise diverge at the first step), with
+    ``trainer.max_grad_norm``'s global-norm clip before AdamW, as SkyRL's trainer does (``grad_norm``
+    reports the norm before clipping, as SkyRL's).
     """
     from skyrl.backends.jax import JaxBackendConfig
 
     from rllm_sweeps.training.memory_retry import memory_retrying
-    from rllm_sweeps.training.optimizer import policy_jax_backend
+    from rllm_sweeps.training.optimizer import policy_jax_backend, policy_ray_jax_backend
 
     if max_lora_adapters is None:
         max_lora_adapters = 3 if settings.needs_reference else 2
@@ -120,10 +119,8 @@ def make_jax_backend(
         sample_max_num_sequences=sample_max_num_sequences,
         **backend_config,
     )
-    if config.use_ray:  # SkyRL's own AdamW in its workers (optimizer.py says why)
-        from skyrl.backends.ray_jax import RayJaxBackend
-
-        return RayJaxBackend(str(model_dir), config)
+    if config.use_ray:  # the same AdamW, installed in each of its JAX processes (optimizer.py)
+        return policy_ray_jax_backend(settings.max_grad_norm)(str(model_dir), config)
     # Out-of-memory retried at half size in this process (memory_retry.py); RayJaxBackend's workers
     # are SkyRL's own: theirs fails the job.
     return memory_retrying(policy_jax_backend(settings.max_grad_norm))(str(model_dir), config)

@@ -18,11 +18,10 @@ step), with two changes made here, in one place.
    trainer does (``clip_grad_norm_``, then AdamW); None or <= 0: unclipped. ``grad_norm`` stays the
    norm before clipping, as SkyRL reports it.
 
-``install_adamw`` swaps the optimizer SkyRL's ``create_model`` made for this one in the job's
-process's ``JaxBackend`` (``policy_jax_backend``). RayJaxBackend's worker processes keep SkyRL's own
-(a swap through Ray's ``__ray_call__`` is not proven yet: docs/JOBS.md, "bf16 checkpoints"), so
-config validation refuses a bf16/fp16 model with ``skyrl.jax.use_ray=true`` (config/rules.py) and
-``trainer.max_grad_norm`` there (config/engine_settings.py).
+``install_adamw`` swaps the optimizer SkyRL's ``create_model`` made for this one: in the job's
+process's ``JaxBackend`` (``policy_jax_backend``), and in each of RayJaxBackend's worker processes
+(``policy_ray_jax_backend``, through Ray's ``__ray_call__``, which runs a function on an actor's
+instance), so both engines train bf16 checkpoints and clip alike.
 """
 
 from __future__ import annotations
@@ -97,10 +96,31 @@ def policy_jax_backend(max_grad_norm: float | None) -> type:
     return PolicyJaxBackend
 
 
+def _install_in_ray_worker(worker: Any, model_id: str, max_grad_norm: float | None) -> None:
+    """:func:`install_adamw` inside one of RayJaxBackend's actors (``RayJaxBackendImpl``, whose
+    ``backend`` is that process's SkyRL ``JaxBackendImpl``); called through ``__ray_call__``."""
+    install_adamw(worker.backend, model_id, max_grad_norm)
+
+
+def policy_ray_jax_backend(max_grad_norm: float | None) -> type:
+    """SkyRL's ``RayJaxBackend`` whose policies train with :func:`policy_adamw` in every JAX process
+    (each holds its shard of the model and its own optimizer; all swap alike, as SPMD needs)."""
+    import ray
+    from skyrl.backends.ray_jax import RayJaxBackend
+
+    class PolicyRayJaxBackend(RayJaxBackend):
+        def create_model(self, model_id, lora_config, model_role: str = "policy") -> None:
+            super().create_model(model_id, lora_config, model_role)
+            ray.get([w.__ray_call__.remote(_install_in_ray_worker, model_id, max_grad_norm) for w in self.workers])
+
+    return PolicyRayJaxBackend
+
+
 __all__ = [
     "clipped_adamw",
     "in_float32",
     "install_adamw",
     "policy_adamw",
     "policy_jax_backend",
+    "policy_ray_jax_backend",
 ]
