@@ -4,8 +4,8 @@ from NovaSky-AI/SkyRL) compose and validate verbatim, no prefix, with only `skyr
 
 The rule (config/setting_effect.py): a setting is refused only when what runs would differ from what
 SkyRL does with it; what SkyRL itself ignores in that configuration is accepted with one note saying
-why. Each script has at most one refused setting, asserted here with its reason, and each accepted
-setting that changes nothing is asserted with its note.
+why. No script has a refused setting, and each accepted setting that changes nothing is asserted with its
+note. (bench/skyrl_examples_all.py composes them with local model and data paths too: docs/BENCHMARKS.md.)
 
 Left out, and only these: the scripts' data lines and the environment that goes with them
 (`data.train_data`, `data.val_data`, `environment.env_class`). Their files are not on this machine,
