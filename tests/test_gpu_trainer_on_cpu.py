@@ -350,15 +350,10 @@ def test_fsdp_reference_log_probs_come_from_skyrls_reference_worker_through_skyr
     policy_worker = ResidencyWorker()
     backend._dispatch = WorkerDispatch(built, policy_actor_group=in_process_group(built.trainer, policy_worker))
     backend._dispatch.mark_as_offloaded("policy")  # as _build_policy leaves it, colocated
-    reference = cpu_reference_worker_class()(
-        cfg=built.trainer,
-        world_size=1,
-        rank=0,
-        local_rank=0,
-        master_addr="127.0.0.1",
-        master_port=1,
-        sequence_parallel_size=1,
-    )
+    # Without SkyRL's actor __init__ (it sets torch.distributed's environment and reroutes logging: the
+    # actor process's business); forward reads its trainer config.
+    reference = object.__new__(cpu_reference_worker_class())
+    reference.cfg = built.trainer
     backend._reference_actor_group = lambda: in_process_group(built.trainer, reference)
 
     policy = Policy(backend, "policy", tmp_path, reference_worker=SkyRLTrainEngine("fsdp").traits.reference_worker)
