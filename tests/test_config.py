@@ -216,20 +216,18 @@ def _shell_words(script: str) -> list[str]:
 def test_skyrl_gsm8k_example_overrides_compose_and_validate_under_skyrl_train(prefix):
     # SkyRL's own lines work with or without the skyrl.train. prefix (config/spelling.py).
     overrides = ["skyrl.engine=fsdp"] + [prefix + w for w in _shell_words(SKYRL_GSM8K_SCRIPT)]
-    # Refused, all at once, each with the reason of config/setting_effect.py's rule: the KL's reference,
-    # an untrained second LoRA adapter, is more than SkyRL 0.4.0's FSDP workers hold; the script's data
-    # files are read, but are not on this machine. What SkyRL itself ignores here (generator.batched, the
-    # critic's and the reference model's GPUs, SkyRL's working paths) is no problem: a note each, once
-    # the rest validates.
+    # Refused: only the script's data files, which are read but are not on this machine. Its KL loss runs
+    # against SkyRL's own FSDP reference worker group (engines/skyrl_reference.py). What SkyRL itself
+    # ignores here (generator.batched, the critic's GPUs, SkyRL's working paths) is no problem: a note
+    # each, once the rest validates.
     with pytest.raises(ConfigError) as info:
         load_config(overrides, notify=quiet)
     refused = {i.key for i in info.value.issues}
     missing = {"data.train_files", "data.val_files"}
-    assert refused == {"algorithm.use_kl_loss", *missing}
-    assert "FSDP workers cannot hold" in str(info.value)
+    assert refused == missing
     assert all("no such file" in i.message for i in info.value.issues if i.key in missing)
     # Without the data (files this machine lacks), its environment goes too.
-    keys = {"data.train_data", "data.val_data", "environment.env_class", "trainer.algorithm.use_kl_loss"}
+    keys = {"data.train_data", "data.val_data", "environment.env_class"}
     overrides = [o for o in overrides if o.removeprefix("skyrl.train.").split("=")[0] not in keys]
     notes: list[str] = []
     load_config(overrides, notify=notes.append)
@@ -239,7 +237,6 @@ def test_skyrl_gsm8k_example_overrides_compose_and_validate_under_skyrl_train(pr
         for k in (
             "generator.batched",
             "trainer.placement.critic_num_gpus_per_node",
-            "trainer.placement.ref_num_gpus_per_node",
             "trainer.log_path",
             "trainer.ckpt_path",
         )

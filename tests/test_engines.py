@@ -156,12 +156,12 @@ def test_what_skyrls_tinker_mode_builder_would_override_is_refused_and_what_it_i
     gpu = ["skyrl.engine=fsdp", "resources.gpus_per_node=1"]
     # The builder pins the warmup to 0, but the loop sets each step's lr from it (tests/test_recipes_as_written.py)
     load_config([*gpu, "skyrl.train.trainer.policy.optimizer_config.num_warmup_steps=10"], notify=quiet)
-    found = problems([*gpu, "algorithm.use_kl_loss=true"])
-    assert "FSDP workers cannot hold" in found["algorithm.use_kl_loss"]
-    # Megatron's workers hold the reference adapter: the KL loss is the loop's custom loss term there.
+    # The builder turns SkyRL's KL loss off: the loop adds SkyRL's KL term as a custom loss, against SkyRL's
+    # reference worker group on fsdp (engines/skyrl_reference.py) and the reference adapter on megatron.
     megatron = ["skyrl.engine=megatron", "resources.gpus_per_node=1", MERGE_LORA + "=false"]
-    cfg = load_config([*megatron, "algorithm.use_kl_loss=true", "algorithm.kl_beta=0.01"], notify=quiet)
-    assert cfg.algorithm.use_kl_loss is True
+    for engine in (gpu, megatron):
+        cfg = load_config([*engine, "algorithm.use_kl_loss=true", "algorithm.kl_beta=0.01"], notify=quiet)
+        assert cfg.algorithm.use_kl_loss is True
     # SkyRL builds no critic for grpo and no reference model without a KL term: the same run.
     notes = notes_of([*gpu, "skyrl.train.trainer.critic.optimizer_config.lr=1e-5"])
     assert len(notes) == 1 and "trains no critic" in notes[0]

@@ -83,6 +83,56 @@ def test_two_training_steps_of_the_default_loop_on_skyrls_fsdp_trainer(tmp_path)
     assert {"adapter_config.json", "adapter_model.safetensors"} <= {p.name for p in (job / final.path).iterdir()}
 
 
+# Each KL term alone (SkyRL's validate_cfg: use_kl_in_reward and use_kl_loss are mutually exclusive).
+KL_TERMS = {
+    "loss": ("algorithm.use_kl_loss=true", "algorithm.kl_beta=0.1"),
+    "reward": ("skyrl.train.trainer.algorithm.use_kl_in_reward=true",),
+}
+TWO_STEPS = ("trainer.total_batches=2", "trainer.test_freq=2", "trainer.save_freq=-1", "task.dataset.val_size=8")
+KL_ENGINES = {
+    "fsdp": ("skyrl.engine=fsdp", "resources.gpus_per_node=1"),
+    "megatron": (
+        "skyrl.engine=megatron",
+        "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false",
+        "resources.gpus_per_node=1",
+    ),
+}
+
+
+def kl_job(engine: str, term: str) -> list[str]:
+    return [*KL_ENGINES[engine], *KL_TERMS[term], *TWO_STEPS]
+
+
+@pytest.mark.parametrize("engine", sorted(KL_ENGINES))
+@pytest.mark.parametrize("term", sorted(KL_TERMS))
+def test_the_gpu_trainers_kl_jobs_validate(engine, term):
+    """What the KL tests below run is a valid job (checked here, where they cannot run)."""
+    from rllm_sweeps.config.load import load_config
+
+    load_config(kl_job(engine, term), notify=lambda _: None)
+
+
+# The step's KL to the reference, per term: the KL loss's (metrics.py "kl"), the reward's ("avg_kl").
+KL_METRIC = {"loss": "kl", "reward": "avg_kl"}
+
+
+def assert_kl_against_the_base_model(job: Path, term: str) -> None:
+    steps = [r for r in read_metrics(job) if r["kind"] == "train"]
+    assert [r["step"] for r in steps] == [1, 2]
+    assert abs(steps[0][KL_METRIC[term]]) < 1e-2  # step 1 samples the base model, i.e. the reference
+    assert all(r["time_ref_forward_s"] > 0 for r in steps)
+
+
+@NEEDS_GPU_TRAINER
+@pytest.mark.parametrize("term", sorted(KL_TERMS))
+def test_each_kl_term_trains_against_skyrls_fsdp_reference_worker_group(tmp_path, term):
+    """The KL's reference on fsdp is SkyRL's own FSDP reference worker group, a frozen copy of the base model
+    colocated with the policy (engines/skyrl_reference.py); the KL loss is the loop's custom loss term. Never
+    run here (no vLLM, flash-attn); tests/test_gpu_trainer_on_cpu.py runs its route on CPU."""
+    train_two_steps(tmp_path / "job", *kl_job("fsdp", term))
+    assert_kl_against_the_base_model(tmp_path / "job", term)
+
+
 def _megatron_bridge_installed() -> bool:
     try:
         return importlib.util.find_spec("megatron.bridge") is not None
@@ -97,24 +147,9 @@ NEEDS_MEGATRON = pytest.mark.skipif(
 
 
 @NEEDS_MEGATRON
-def test_both_kl_terms_train_against_the_reference_adapter_on_skyrls_megatron_trainer(tmp_path):
+@pytest.mark.parametrize("term", sorted(KL_TERMS))
+def test_each_kl_term_trains_against_the_reference_adapter_on_skyrls_megatron_trainer(tmp_path, term):
     """The KL's reference is a second, untrained adapter registered through SkyRLTrainBackend.create_model's
     multi-LoRA path (Megatron's AdapterStore); the KL loss is the loop's custom loss term. Never run here."""
-    job = tmp_path / "job"
-    train_two_steps(
-        job,
-        "skyrl.engine=megatron",
-        "skyrl.train.trainer.policy.megatron_config.lora_config.merge_lora=false",
-        "resources.gpus_per_node=1",
-        "algorithm.use_kl_loss=true",
-        "algorithm.kl_beta=0.1",
-        "skyrl.train.trainer.algorithm.use_kl_in_reward=true",
-        "trainer.total_batches=2",
-        "trainer.test_freq=2",
-        "trainer.save_freq=-1",
-        "task.dataset.val_size=8",
-    )
-    steps = [r for r in read_metrics(job) if r["kind"] == "train"]
-    assert [r["step"] for r in steps] == [1, 2]
-    assert abs(steps[0]["kl"]) < 1e-2  # step 1 samples the base model, i.e. the reference
-    assert all("avg_kl" in r and r["time_ref_forward_s"] > 0 for r in steps)
+    train_two_steps(tmp_path / "job", *kl_job("megatron", term))
+    assert_kl_against_the_base_model(tmp_path / "job", term)

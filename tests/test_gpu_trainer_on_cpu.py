@@ -2,8 +2,9 @@
 
 The trainer's workers need CUDA and vLLM, which no machine here has (docs/JOBS.md says what has and
 has not run). What does run here is SkyRL's real backend object: its constructor, its config
-builder, and its ``sample`` call down to the HTTP client that would talk to the vLLM servers. These
-tests put the project's own code (the rollout client, the job's overrides) in front of it.
+builder, its ``sample`` call down to the HTTP client that would talk to the vLLM servers, and its
+``forward`` down to its reference worker's model call. These tests put the project's own code (the
+rollout client, the job's overrides, the KL's reference) in front of it.
 """
 
 from __future__ import annotations
@@ -55,16 +56,22 @@ class ScriptedVLLMClient:
         pass
 
 
-def _ready_to_sample(backend, built, client: ScriptedVLLMClient) -> None:
-    """The state ``create_model`` + ``save_sampler_checkpoint`` leave a colocated LoRA backend in
-    (policy registered, engines up and awake, the adapter's signature pinned), without the
-    workers and vLLM servers that need CUDA."""
+def _policy_created(backend, built) -> None:
+    """The state ``create_model`` of a LoRA policy leaves the backend in (the loop's setup creates the policy,
+    then its reference, then starts vLLM with the first ``save_sampler_checkpoint``), without the workers."""
     backend._cfg = built
     backend._model_ids_to_role = {"policy": "policy"}
     backend._base_lora_signature = (
         int(built.trainer.policy.model.lora.rank),
         int(built.trainer.policy.model.lora.alpha),
     )
+
+
+def _ready_to_sample(backend, built, client: ScriptedVLLMClient) -> None:
+    """The state ``create_model`` + ``save_sampler_checkpoint`` leave a colocated LoRA backend in
+    (policy registered, engines up and awake, the adapter's signature pinned), without the
+    workers and vLLM servers that need CUDA."""
+    _policy_created(backend, built)
     backend._inference_engine_client = client
     backend._inference_engines_initialized = True
     backend._engines_sleep_level = None
@@ -177,8 +184,8 @@ def test_the_kl_reference_adapter_is_created_through_skyrl_train_backends_multi_
     """The project's Policy.create asks SkyRLTrainBackend.create_model for ``policy-ref`` with the
     policy's rank and alpha: SkyRL's multi-LoRA path (its signature check passes) registers it on the
     policy's workers. SkyRL 0.4.0's FSDP workers refuse (PolicyWorkerBase.register_adapter, which its
-    FSDP worker does not override: multi-LoRA is Megatron-only), which is why validation refuses a KL
-    term on skyrl.engine=fsdp (config/engine_names.py NO_REFERENCE) and accepts it on megatron."""
+    FSDP worker does not override: multi-LoRA is Megatron-only), which is why fsdp's reference is SkyRL's
+    own reference worker group instead (engines/skyrl_reference.py; the test below)."""
     import importlib.util
     from pathlib import Path
 
@@ -212,3 +219,161 @@ def test_the_kl_reference_adapter_is_created_through_skyrl_train_backends_multi_
         policy.create(settings)
     fsdp = importlib.util.find_spec("skyrl.backends.skyrl_train.workers.fsdp").submodule_search_locations[0]
     assert "def register_adapter" not in (Path(fsdp) / "fsdp_worker.py").read_text()
+
+
+# ---- fsdp's KL reference: SkyRL's own FSDP reference worker group (engines/skyrl_reference.py) ----
+
+
+class InProcessActor:
+    """Stands in for one Ray actor of a ``PPORayActorGroup`` and nothing else: ``handle.method.remote(...)``
+    runs the method on a worker object in this process (ObjectRef arguments fetched, as Ray does) and puts
+    the result in Ray's object store, from which SkyRL's dispatch ``ray.get``s it."""
+
+    def __init__(self, worker) -> None:
+        self.worker = worker
+
+    def __getattr__(self, name: str):
+        import ray
+
+        method = getattr(self.worker, name)
+
+        def remote(*args, **kwargs):
+            fetch = lambda v: ray.get(v) if isinstance(v, ray.ObjectRef) else v  # noqa: E731
+            return ray.put(method(*map(fetch, args), **{k: fetch(v) for k, v in kwargs.items()}))
+
+        return type("Method", (), {"remote": staticmethod(remote)})
+
+
+def in_process_group(cfg, worker):
+    """SkyRL's own ``PPORayActorGroup`` over one in-process worker (data parallel size 1): every method of the
+    group (dispatch, offload, backload, init) is SkyRL's; only the actor's process and its torch.distributed
+    device mesh, which need CUDA, are not there."""
+    from skyrl.backends.skyrl_train.distributed.dispatch import ActorInfo, MeshRank
+    from skyrl.backends.skyrl_train.workers.worker import PPORayActorGroup
+
+    group = object.__new__(PPORayActorGroup)
+    group.cfg, group.colocate_all, group.sequence_parallel_size, group.record_memory = cfg, True, 1, False
+    group._num_nodes, group._num_gpus_per_node, group._last_dp_size = 1, 1, 1
+    group._actor_handlers = [InProcessActor(worker)]
+    rank = MeshRank(dp=0, sp=0, tp=0, pp=0, world_size=1, dp_size=1, pp_size=1)
+    group.actor_infos = [ActorInfo(group._actor_handlers[0], rank)]
+    return group
+
+
+def cpu_reference_worker_class():
+    """SkyRL's reference worker (``RefWorkerBase``: its ``forward``, micro-batching and per-sample outputs)
+    with the project's ``HoldsNoAdapter``, as ``reference_worker_class()`` composes them over SkyRL's FSDP
+    worker, whose FSDP strategy and flash-attn model wrapper need CUDA. On CPU: the model is the Hugging Face
+    model itself, its forward is SkyRL's model wrapper's computation of the action log-probabilities
+    (model_wrapper.py: position ids from the attention mask, log-softmax of the next token, the last
+    ``response_length``), and residency on the GPU is a flag."""
+    import torch
+    from skyrl.backends.skyrl_train.training_batch import TrainingOutputBatch
+    from skyrl.backends.skyrl_train.workers.worker import RefWorkerBase
+    from transformers import AutoModelForCausalLM
+
+    from rllm_sweeps.engines.skyrl_reference import HoldsNoAdapter
+
+    class CPUReferenceWorker(HoldsNoAdapter, RefWorkerBase):
+        def init_model(self, model_path):
+            self.model_path, self.on_gpu = model_path, True
+            self.model = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=torch.float32).eval()
+
+        def offload_to_cpu(self, offload_optimizer=True, offload_model=True):
+            self.on_gpu = False
+
+        def backload_to_gpu(self, backload_optimizer=True, backload_model=True):
+            self.on_gpu = True
+
+        def _forward_micro_batch(self, micro_batch):
+            assert self.on_gpu, "SkyRL's dispatch backloads the reference before its forward"
+            sequences, mask = micro_batch["sequences"], micro_batch["attention_mask"]
+            n = micro_batch.metadata["response_length"]
+            position_ids = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 1)
+            with torch.no_grad():
+                logits = self.model(sequences, attention_mask=mask, position_ids=position_ids).logits
+            log_probs = torch.log_softmax(logits.float(), -1).gather(-1, sequences.roll(-1, 1).unsqueeze(-1))
+            output = TrainingOutputBatch({"output": log_probs.squeeze(-1)[:, -n - 1 : -1]})
+            output.metadata = micro_batch.metadata
+            return output
+
+    return CPUReferenceWorker
+
+
+class ResidencyWorker:
+    """The policy's worker as far as the reference's calls reach it: SkyRL's dispatch offloads it."""
+
+    def offload_to_cpu(self, offload_optimizer=True, offload_model=True):
+        self.on_gpu = False
+
+    def backload_to_gpu(self, backload_optimizer=True, backload_model=True):
+        self.on_gpu = True
+
+
+@pytest.fixture
+def local_ray():
+    import ray
+
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+def test_fsdp_reference_log_probs_come_from_skyrls_reference_worker_through_skyrl_train_backends_forward(
+    tmp_path, local_ray
+):
+    """The loop's Policy.create asks the fsdp backend (SkyRLTrainBackendWithReference) for ``policy-ref`` as
+    model_role="ref": the reference worker group is registered on SkyRL's own WorkerDispatch as "ref",
+    initialised from trainer.ref.model.path (the base model) and offloaded (colocate_all). The loop's
+    reference_logprobs then go through SkyRL's own SkyRLTrainBackend.forward (batch, padding, slicing),
+    WorkerDispatch.forward("ref") (backload, ensure_active_adapter -> HoldsNoAdapter), SkyRL's mesh dispatch
+    and RefWorkerBase.forward, and equal the base model's log-probability of each datum's targets.
+
+    Replaced, as in-process stand-ins: the Ray actor processes (the group is SkyRL's PPORayActorGroup) and the
+    FSDP/flash-attn model call (SkyRL's model wrapper's computation on CPU). tests/test_gpu_trainer.py runs
+    the whole of it on a GPU where vLLM and flash-attn are installed."""
+    import torch
+    from skyrl.backends.skyrl_train.workers.worker_dispatch import WorkerDispatch
+    from transformers import AutoModelForCausalLM
+
+    from rllm_sweeps.engines.skyrl_reference import SkyRLTrainBackendWithReference
+    from rllm_sweeps.engines.skyrl_train import SkyRLTrainEngine
+    from rllm_sweeps.training.datums import Datum
+    from rllm_sweeps.training.policy import Policy
+    from rllm_sweeps.training.settings import LoopSettings
+
+    cfg, backend, built = _backend_and_config(["algorithm.use_kl_loss=true", "algorithm.kl_beta=0.01"], tmp_path)
+    assert isinstance(backend, SkyRLTrainBackendWithReference)
+    assert built.trainer.ref.model.path == built.trainer.policy.model.path == backend.base_model
+    settings = LoopSettings.from_config(cfg)
+    _policy_created(backend, built)
+    policy_worker = ResidencyWorker()
+    backend._dispatch = WorkerDispatch(built, policy_actor_group=in_process_group(built.trainer, policy_worker))
+    backend._dispatch.mark_as_offloaded("policy")  # as _build_policy leaves it, colocated
+    # Without SkyRL's actor __init__ (it sets torch.distributed's environment and reroutes logging: the
+    # actor process's business); forward reads its trainer config.
+    reference = object.__new__(cpu_reference_worker_class())
+    reference.cfg = built.trainer
+    backend._reference_actor_group = lambda: in_process_group(built.trainer, reference)
+
+    policy = Policy(backend, "policy", tmp_path, reference_worker=SkyRLTrainEngine("fsdp").traits.reference_worker)
+    policy.create(settings)
+    assert backend._model_ids_to_role["policy-ref"] == "ref"
+    assert reference.model_path == backend.base_model and reference.on_gpu is False  # loaded, then offloaded
+    assert backend._dispatch._gpu_state["ref"].model_on_gpu is False
+
+    tokens = [[5, 9, 17, 3, 44, 8], [7, 7, 2], [11, 30, 12, 90, 1, 4, 6, 22, 19]]  # ragged: SkyRL pads
+    datums = [
+        Datum(t[:-1], t[1:], [1.0] * (len(t) - 1), [0.0] * (len(t) - 1), [0.0] * (len(t) - 1), len(t) - 1, 0)
+        for t in tokens
+    ]
+    backend._dispatch._ensure_on_gpu("policy", need_optimizer=False)  # as the policy's last forward left it
+    assert policy_worker.on_gpu
+    got = policy.reference_logprobs(datums)
+    base = AutoModelForCausalLM.from_pretrained(backend.base_model, torch_dtype=torch.float32).eval()
+    for d, lp in zip(datums, got, strict=True):
+        with torch.no_grad():
+            logits = base(torch.tensor([d.inputs])).logits[0]
+        expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(d.targets).unsqueeze(-1)).squeeze(-1)
+        assert lp == pytest.approx(expected.tolist(), abs=1e-5)
+    assert reference.on_gpu and not policy_worker.on_gpu  # colocated: SkyRL's dispatch holds one at a time

@@ -36,11 +36,34 @@ def test_reference_settings_change_nothing_without_a_kl_term():
     assert kind(T + "trainer.placement.colocate_policy_ref", False, plain()) is Kind.UNUSED
 
 
-def test_kl_in_reward_is_refused_where_no_reference_adapter_fits_and_read_on_jax_and_megatron():
-    effect = setting_effect(T + "trainer.algorithm.use_kl_in_reward", True, plain(engine="fsdp"))
-    assert effect.kind is Kind.REFUSED and "FSDP workers cannot hold" in effect.why
-    for engine in ("jax", "megatron"):
+def test_kl_in_reward_is_read_on_every_engine():
+    for engine in ("jax", "fsdp", "megatron"):
         assert kind(T + "trainer.algorithm.use_kl_in_reward", True, plain(engine=engine)) is Kind.READ
+
+
+def test_reference_settings_are_read_on_fsdp_with_a_kl_term_where_skyrls_reference_worker_reads_them():
+    for key, value in (
+        ("trainer.placement.ref_num_gpus_per_node", 4),
+        ("trainer.ref.fsdp_config.cpu_offload", True),
+        ("trainer.ref.sequence_parallel_size", 2),
+    ):
+        assert kind(T + key, value, plain(engine="fsdp", use_kl_loss=True)) is Kind.READ
+        assert kind(T + key, value, plain(engine="fsdp", use_kl_in_reward=True)) is Kind.READ
+        # jax and megatron: the reference is an untrained adapter in the policy's own workers
+        effect = setting_effect(T + key, value, plain(engine="megatron", use_kl_loss=True))
+        assert effect.kind is Kind.UNUSED and "untrained second LoRA adapter" in effect.why
+
+
+def test_colocate_policy_ref_changes_nothing_on_fsdp_while_everything_is_colocated():
+    effect = setting_effect(T + "trainer.placement.colocate_policy_ref", False, plain(use_kl_loss=True))
+    assert effect.kind is Kind.UNUSED and "only with trainer.placement.colocate_all=false" in effect.why
+
+
+def test_updating_the_reference_every_epoch_is_refused_with_a_kl_term_the_loops_reference_stays_the_base():
+    for engine in ("jax", "fsdp", "megatron"):
+        effect = setting_effect(T + "trainer.update_ref_every_epoch", True, plain(engine=engine, use_kl_loss=True))
+        assert effect.kind is Kind.REFUSED and "stays the base model" in effect.why
+    assert kind(T + "trainer.update_ref_every_epoch", True, plain()) is Kind.UNUSED  # no KL term
 
 
 def test_kl_estimator_and_controller_change_nothing_without_kl():

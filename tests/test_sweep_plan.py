@@ -166,7 +166,8 @@ BAD = [
     ["trainer.lr=abc", "rollout.n=0"],
     ["skyrl.train.trainer.strategy=deepspeed"],
     ["data.train_batch_size=30", "trainer.mini_batch_size=4"],
-    ["skyrl.engine=fsdp", "resources.gpus_per_node=1", "algorithm.use_kl_loss=true"],  # no reference adapter on fsdp
+    # fsdp's reference workers: one on each of the policy's GPUs (config/gpu_trainer_rules.py)
+    ["skyrl.engine=fsdp", "resources.gpus_per_node=2", "resources.cpus_per_task=3", "algorithm.use_kl_loss=true"],
     ["skyrl.train.trainer.algorithm.use_entropy_loss=true"],  # refused on jax (setting_effect.py)
     # SkyRL's validate_cfg: colocation (2 GPUs, 1 engine set explicitly)
     ["skyrl.engine=fsdp", "resources.gpus_per_node=2", "skyrl.train.generator.inference_engine.num_engines=1"],

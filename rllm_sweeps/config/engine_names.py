@@ -11,15 +11,11 @@ from __future__ import annotations
 ENGINES = ("jax", "fsdp", "megatron")
 # SkyRL's SkyRLTrainBackend: FSDP or Megatron workers + vLLM servers, on Ray.
 GPU_TRAINER = ("fsdp", "megatron")
-# Engines whose backend holds the KL's reference, an untrained second LoRA adapter beside the
-# policy's (training/policy.py; docs/CONFIG.md#the-kl-reference): SkyRL's JaxBackend (up to
+# Where the KL's reference (the base model) comes from, per engine (docs/CONFIG.md#the-kl-reference):
+# an untrained second LoRA adapter beside the policy's (training/policy.py) on SkyRL's JaxBackend (up to
 # max_lora_adapters slots) and its Megatron workers (the AdapterStore of SkyRLTrainBackend.create_model's
-# multi-LoRA path). SkyRL 0.4.0's FSDP workers hold one adapter: their register_adapter raises.
-REFERENCE_ENGINES = ("jax", "megatron")
-NO_REFERENCE = (
-    "SkyRL's Tinker-mode trainer builds no reference model, and the KL's reference here is a second, untrained "
-    "LoRA adapter, which SkyRL 0.4.0's FSDP workers cannot hold (worker.py register_adapter: multi-LoRA is "
-    "Megatron-only); use skyrl.engine=megatron or skyrl.engine=jax"
-)
+# multi-LoRA path); on fsdp, whose SkyRL 0.4.0 workers hold one adapter (their register_adapter raises),
+# SkyRL's own FSDP reference worker group, a frozen copy of the base model (engines/skyrl_reference.py).
+REFERENCE_WORKER_ENGINES = ("fsdp",)
 
-__all__ = ["ENGINES", "GPU_TRAINER", "NO_REFERENCE", "REFERENCE_ENGINES"]
+__all__ = ["ENGINES", "GPU_TRAINER", "REFERENCE_WORKER_ENGINES"]

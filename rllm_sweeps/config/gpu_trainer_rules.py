@@ -14,6 +14,11 @@ servers start, minutes into a job on GPUs (read in SkyRL 0.4.0's ``skyrl/backend
 - Megatron's ``merge_lora=true`` starts vLLM without LoRA (``_uses_lora_weight_sync``), while SkyRL's
   ``sample`` names the policy's adapter in every request once a LoRA policy exists
   (``_sample_with_remote_client_async``): vLLM would answer that no such model exists.
+- The KL's reference on fsdp is SkyRL's own FSDP reference worker group (engines/skyrl_reference.py), placed
+  as SkyRL's trainer places it with ``colocate_all`` (``RayPPOTrainer.build_models``): one worker on each of
+  the policy's GPUs, so as many as the policy has (SkyRL asserts it there). Without ``colocate_all`` SkyRL's
+  Tinker-mode backend gives the policy whole GPUs of its own (``SkyRLTrainBackend._build_policy``), which the
+  reference cannot share as SkyRL's ``colocate_policy_ref`` would have it.
 - Log-probabilities: the loop trains with the sampler's log-probabilities as the old policy's, and
   SkyRL's trainer computes the new ones at its algorithm's temperature (the sampling temperature's
   twin in keymap.py) over the whole vocabulary. vLLM returns the raw logits' log-probabilities unless
@@ -29,7 +34,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rllm_sweeps.config.cross_rule import CrossRule
-from rllm_sweeps.config.engine_names import GPU_TRAINER
+from rllm_sweeps.config.engine_names import GPU_TRAINER, REFERENCE_WORKER_ENGINES
 from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
 
 # vLLM 0.30's MaxLoRARanks (vllm/config/lora.py), SkyRL 0.4.0's pin; vLLM is not installed with the JAX
@@ -48,6 +53,8 @@ ENGINE_SIZE = tuple(
 MERGE_LORA = _T + "trainer.policy.megatron_config.lora_config.merge_lora"
 LOGPROBS_MODE = _T + "generator.inference_engine.engine_init_kwargs.logprobs_mode"
 TRAIN_TOP_K = _T + "generator.sampling_params.top_k"
+USE_KL_IN_REWARD = _T + "trainer.algorithm.use_kl_in_reward"
+REF_GPUS = (_T + "trainer.placement.ref_num_gpus_per_node", _T + "trainer.placement.ref_num_nodes")
 
 
 def nearest_lora_ranks(rank: Any) -> tuple[int, ...]:
@@ -61,6 +68,14 @@ def nearest_lora_ranks(rank: Any) -> tuple[int, ...]:
 
 def _on_gpu_trainer(engine: Any) -> bool:
     return engine in GPU_TRAINER
+
+
+def _reference_worker(engine: Any, kl_loss: Any, kl_in_reward: Any) -> bool:
+    """SkyRL's reference worker group runs: a KL term on an engine whose reference it is."""
+    return engine in REFERENCE_WORKER_ENGINES and bool(kl_loss or kl_in_reward)
+
+
+REFERENCE_WORKER_KEYS = ("skyrl.engine", "algorithm.use_kl_loss", USE_KL_IN_REWARD)
 
 
 def _node_gpus(gpus: int, nodes: int, engine: Any, colocate: Any, *engine_size: int) -> int:
@@ -123,6 +138,26 @@ GPU_TRAINER_RULES: tuple[CrossRule, ...] = (
         f"skyrl.engine=megatron with {MERGE_LORA}=true and LoRA on (model.lora.rank > 0) merges the adapter into "
         f"vLLM's weights and starts vLLM without LoRA, while SkyRL samples the loop's LoRA policy by its "
         f"adapter's name; leave {MERGE_LORA} out (false on megatron) or set it false",
+    ),
+    CrossRule(
+        (COLOCATE_ALL, *REFERENCE_WORKER_KEYS),
+        lambda colocate, *kl: not _reference_worker(*kl) or colocate is not False,
+        f"skyrl.engine=fsdp with a KL term (algorithm.use_kl_loss or {USE_KL_IN_REWARD}) runs SkyRL's reference "
+        f"worker on the policy's GPUs, and with {COLOCATE_ALL}=false SkyRL's Tinker-mode backend gives the policy "
+        "whole GPUs of its own (SkyRLTrainBackend._build_policy), which the reference cannot share as "
+        f"colocate_policy_ref has it: leave {COLOCATE_ALL} out (true, SkyRL's default), or use skyrl.engine=megatron",
+    ),
+    CrossRule(
+        (*REF_GPUS, "resources.gpus_per_node", "resources.nodes", COLOCATE_ALL, *REFERENCE_WORKER_KEYS),
+        lambda ref_gpus, ref_nodes, gpus, nodes, colocate, *kl: (
+            not _reference_worker(*kl) or colocate is False or ref_gpus * ref_nodes == gpus * nodes
+        ),
+        f"skyrl.engine=fsdp with a KL term puts one of SkyRL's reference workers on each of the policy's GPUs, "
+        f"as SkyRL's trainer does with {COLOCATE_ALL} (it asserts that num_policy_gpus == num_ref_gpus): set "
+        f"{REF_GPUS[0]} and {REF_GPUS[1]} to resources.gpus_per_node and resources.nodes",
+        explain=lambda ref_gpus, ref_nodes, gpus, nodes, *_: (
+            f" ({ref_gpus} x {ref_nodes} for the policy's {gpus} x {nodes})"
+        ),
     ),
     CrossRule(
         (LOGPROBS_MODE, "skyrl.engine"),

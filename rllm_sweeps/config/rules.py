@@ -14,7 +14,7 @@ from typing import Any
 
 from rllm_sweeps.advantages import ESTIMATORS as _ESTIMATOR_FUNCTIONS
 from rllm_sweeps.config.cross_rule import CrossRule
-from rllm_sweeps.config.engine_names import ENGINES, NO_REFERENCE, REFERENCE_ENGINES
+from rllm_sweeps.config.engine_names import ENGINES
 from rllm_sweeps.config.generator_rules import GENERATOR_RULES
 from rllm_sweeps.config.gpu_trainer_rules import GPU_TRAINER_RULES
 from rllm_sweeps.keymap import LOSS_AGG_MODES, LR_SCHEDULES
@@ -295,11 +295,6 @@ CROSS_RULES: tuple[CrossRule, ...] = (
         ("data.train_batch_size", "trainer.mini_batch_size"),
         lambda batch, mini: batch % mini == 0,
         "data.train_batch_size must be a multiple of trainer.mini_batch_size",
-    ),
-    CrossRule(
-        ("algorithm.use_kl_loss", "skyrl.engine"),
-        lambda use_kl, engine: not use_kl or engine in REFERENCE_ENGINES,
-        "algorithm.use_kl_loss=true needs the KL's reference: " + NO_REFERENCE,
     ),
     CrossRule(
         ("algorithm.kl_beta", "algorithm.use_kl_loss"),

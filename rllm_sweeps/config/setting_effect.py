@@ -17,7 +17,8 @@ import functools
 from typing import Any
 
 from rllm_sweeps.config.effect_kinds import READ, Effect, Kind, Rule, Situation, refused, unused
-from rllm_sweeps.config.engine_names import GPU_TRAINER, NO_REFERENCE, REFERENCE_ENGINES
+from rllm_sweeps.config.engine_names import GPU_TRAINER, REFERENCE_WORKER_ENGINES
+from rllm_sweeps.config.gpu_trainer_rules import COLOCATE_ALL
 from rllm_sweeps.config.rllm_setting_effect import rllm_effect
 from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
 
@@ -74,10 +75,32 @@ def reference_setting(s: Situation, _value: Any) -> Effect:
             "no KL term uses a reference model (algorithm.use_kl_loss and trainer.algorithm.use_kl_in_reward "
             "are off): SkyRL builds none then (RefConfig)"
         )
+    if s.engine in REFERENCE_WORKER_ENGINES:
+        return READ  # SkyRL's own reference worker group reads them (engines/skyrl_reference.py)
     return unused(
         "placement and sharding of SkyRL's reference worker: the KL's reference here is the base model, "
         "an untrained second LoRA adapter beside the policy's, in the policy's own workers"
     )
+
+
+def colocate_policy_ref(s: Situation, value: Any) -> Effect:
+    """SkyRL reads it only without colocate_all (RayPPOTrainer.build_models, WorkerDispatch); fsdp's reference
+    worker with colocate_all=false is refused (gpu_trainer_rules.py)."""
+    if s.engine in REFERENCE_WORKER_ENGINES and (s.kl_loss or s.kl_in_reward) and s.get(COLOCATE_ALL) is not False:
+        return unused(
+            "SkyRL reads it only with trainer.placement.colocate_all=false: colocate_all=true puts the policy, "
+            "its reference and vLLM on the same GPUs (RayPPOTrainer.build_models, WorkerDispatch)"
+        )
+    return reference_setting(s, value)
+
+
+def update_ref_every_epoch(s: Situation, value: Any) -> Effect:
+    if value and (s.kl_loss or s.kl_in_reward):
+        return refused(
+            "SkyRL's trainer reloads its reference from the policy after every epoch; the loop's reference stays "
+            "the base model: leave it out (false)"
+        )
+    return reference_setting(s, value)
 
 
 def reference_model_path(s: Situation, value: Any) -> Effect:
@@ -92,12 +115,6 @@ def algorithm_temperature(s: Situation, value: Any) -> Effect:
     if value is None or value == s.get("rollout.train.temperature"):
         return READ
     return refused("the loop trains on the sampler's log-probabilities, at rollout.train.temperature: leave it out")
-
-
-def kl_in_reward(s: Situation, value: Any) -> Effect:
-    if value and s.engine not in REFERENCE_ENGINES:
-        return refused("the KL penalty needs the reference model's log-probabilities: " + NO_REFERENCE)
-    return READ
 
 
 def kl_estimator(s: Situation, _value: Any) -> Effect:
@@ -269,7 +286,6 @@ REPLACED = (
 EXACT: dict[str, Rule] = {
     "trainer.ref.model.path": reference_model_path,
     "trainer.algorithm.temperature": algorithm_temperature,
-    "trainer.algorithm.use_kl_in_reward": kl_in_reward,
     "trainer.algorithm.kl_estimator_type": kl_estimator,
     "trainer.algorithm.use_entropy_loss": entropy_loss,
     "trainer.algorithm.entropy_loss_coef": entropy_coef,
@@ -286,8 +302,8 @@ EXACT: dict[str, Rule] = {
     "trainer.algorithm.overlong_buffer_penalty_factor": overlong_penalty_factor,
     "trainer.algorithm.max_seq_len": seq_len_constant,
     "trainer.critic_mini_batch_size": critic_setting,
-    "trainer.placement.colocate_policy_ref": reference_setting,
-    "trainer.update_ref_every_epoch": reference_setting,
+    "trainer.placement.colocate_policy_ref": colocate_policy_ref,
+    "trainer.update_ref_every_epoch": update_ref_every_epoch,
     "trainer.fully_async.enabled": fully_async,
     "trainer.recompute_old_logprobs_per_minibatch": constant(unused(RATIO_ONE.replace("corrects", "recomputes"))),
     "generator.sampling_params.logprobs": sampler_logprobs,

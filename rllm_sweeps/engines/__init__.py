@@ -4,7 +4,8 @@ with optional capabilities as methods with defaults):
 - ``JaxEngine``: SkyRL's ``JaxBackend`` in the job's process (``skyrl.engine=jax``);
 - ``RayJaxEngine``: SkyRL's ``RayJaxBackend`` on the job's Ray cluster (with ``skyrl.jax.use_ray``);
 - ``SkyRLTrainEngine``: SkyRL's ``SkyRLTrainBackend``, FSDP or Megatron workers + vLLM
-  (``skyrl.engine=fsdp|megatron``).
+  (``skyrl.engine=fsdp|megatron``); on fsdp with SkyRL's own reference worker group for the KL
+  (skyrl_reference.py).
 
 Each says which keys it reads, what the loop must know of it (``traits``), whether it uses Ray and
 with what of the node, how its backend is built and whether it can run here. Which set settings an

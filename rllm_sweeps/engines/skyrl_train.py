@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
+from rllm_sweeps.config.engine_names import REFERENCE_WORKER_ENGINES
 from rllm_sweeps.config.native import skyrl_own, skyrl_train_defaults
 from rllm_sweeps.config.setting_effect import ppo_loop_only
 from rllm_sweeps.engines.base import BuiltBackend, Engine, EngineUnavailable
@@ -70,9 +71,14 @@ class SkyRLTrainEngine(Engine):
         # SkyRLTrainBackend turns ppo/gspo clip thresholds into its eps_clip settings; other losses
         # take their parameters from the skyrl.train tree it was built with.
         # Its builder turns SkyRL's KL loss off (Tinker mode builds no ref worker): the loop adds
-        # SkyRL's KL term to the policy loss against the reference adapter (custom_loss.py).
+        # SkyRL's KL term to the policy loss against the reference (custom_loss.py), on fsdp SkyRL's
+        # own reference worker group (engines/skyrl_reference.py), on megatron an untrained adapter.
         return EngineTraits(
-            losses=None, backend_reduction="token-sum", loss_config_for=("ppo", "gspo"), kl_loss_in_advantages=False
+            losses=None,
+            backend_reduction="token-sum",
+            loss_config_for=("ppo", "gspo"),
+            kl_loss_in_advantages=False,
+            reference_worker=self.strategy in REFERENCE_WORKER_ENGINES,
         )
 
     def check_available(self) -> None:
@@ -141,10 +147,13 @@ def make_skyrl_train_backend(
     engine: str, train: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike
 ) -> Any:
     """``SkyRLTrainBackend(model_dir, overrides)`` for ``skyrl.engine=fsdp|megatron``, its working
-    paths in ``job_dir``."""
-    from skyrl.backends.skyrl_train_backend import SkyRLTrainBackend
+    paths in ``job_dir``; on fsdp the subclass that also builds SkyRL's reference worker group."""
+    if engine in REFERENCE_WORKER_ENGINES:
+        from rllm_sweeps.engines.skyrl_reference import SkyRLTrainBackendWithReference as Backend
+    else:
+        from skyrl.backends.skyrl_train_backend import SkyRLTrainBackend as Backend
 
-    return SkyRLTrainBackend(str(model_dir), backend_overrides(engine, train, model_dir, job_dir))
+    return Backend(str(model_dir), backend_overrides(engine, train, model_dir, job_dir))
 
 
 def built_config(backend: Any, lora_rank: int, lora_alpha: float, seed: int = 0) -> Any:

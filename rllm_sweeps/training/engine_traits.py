@@ -24,6 +24,10 @@ class EngineTraits:
     # False: SkyRL's KL loss term joins the policy loss as a custom loss (custom_loss.py), for a
     # backend that has no KL loss of its own (SkyRL's Tinker-mode builder turns use_kl_loss off).
     kl_loss_in_advantages: bool = True
+    # Where the KL's reference (the base model) lives. False: a second LoRA adapter beside the policy's,
+    # created and never trained (its B is zero). True: SkyRL's own reference worker group, a frozen copy
+    # of the base model, created with create_model(..., model_role="ref") (engines/skyrl_reference.py).
+    reference_worker: bool = False
 
     def computes(self, loss: str) -> bool:
         """True: the backend computes ``loss`` itself; False: the loop computes it as a custom loss

@@ -148,7 +148,7 @@ class RLTrainer:
         self.base_settings = settings
         self.schedule = schedule or Schedule()
         self.engine = engine
-        self.policy = Policy(backend, model_id, work_dir)
+        self.policy = Policy(backend, model_id, work_dir, reference_worker=engine.reference_worker)
         self.task = task
         self.hooks = hooks or LoopHooks()
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None

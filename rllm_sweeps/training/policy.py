@@ -26,12 +26,17 @@ class Policy:
         backend: any ``skyrl.backends.backend.AbstractBackend``, built on the model.
         model_id: the policy's id in the backend.
         work_dir: where the sampler's weight files go.
+        reference_worker: the reference is the backend's reference worker group (EngineTraits), not an
+            untrained adapter.
     """
 
-    def __init__(self, backend: Any, model_id: str, work_dir: str | os.PathLike) -> None:
+    def __init__(
+        self, backend: Any, model_id: str, work_dir: str | os.PathLike, reference_worker: bool = False
+    ) -> None:
         self.backend = backend
         self.model_id = model_id
         self.ref_model_id = f"{model_id}-ref"
+        self.reference_worker = reference_worker
         self.work_dir = Path(work_dir)
         self._sampler_ckpt: tuple[str, Path] | None = None
         self._sync_count = 0
@@ -45,8 +50,10 @@ class Policy:
         if not self.backend.has_model(self.model_id):
             self.backend.create_model(self.model_id, lora)
         if s.needs_reference and not self.backend.has_model(self.ref_model_id):
-            # Never trained: its LoRA B is zero, so it computes the base model.
-            self.backend.create_model(self.ref_model_id, lora)
+            if self.reference_worker:  # a frozen copy of the base model (engines/skyrl_reference.py)
+                self.backend.create_model(self.ref_model_id, lora, model_role="ref")
+            else:  # never trained: its LoRA B is zero, so it computes the base model
+                self.backend.create_model(self.ref_model_id, lora)
 
     def rollout_client(self, stop_token_ids: Sequence[int], sampling: Sampling, seeds: SeedPlan) -> RolloutClient:
         """A client sampling from the weights last published (:meth:`sync_sampler`)."""
@@ -54,7 +61,7 @@ class Policy:
         return RolloutClient(self.backend, self.model_id, self._sampler_ckpt, stop_token_ids, sampling, seeds)
 
     def reference_logprobs(self, datums: Sequence[Datum]) -> list[Sequence[float]]:
-        """The base model's log-prob of each datum's targets (a forward pass of the reference adapter)."""
+        """The base model's log-prob of each datum's targets (a forward pass of the reference)."""
         return self._logprobs(datums, self.ref_model_id)
 
     def current_logprobs(self, datums: Sequence[Datum]) -> list[Sequence[float]]:
