@@ -66,6 +66,14 @@ def entrypoint_resources(resources: Resources) -> dict[str, float | int]:
     return asked
 
 
+def ended_without_code(info: JobDetails) -> str:
+    """Why Ray ended a job whose entrypoint gave no exit code, in one line: Ray's error type and its
+    message, whose later lines hold the cause (a lost node: JOB_SUPERVISOR_ACTOR_DIED, "The actor died
+    because its node has died. Node Id: ...", from Ray's GCS)."""
+    kind = f" ({info.error_type})" if info.error_type else ""
+    return f"Ray job {info.status.value}{kind}: {' '.join((info.message or '').split())}".strip()
+
+
 class RayClusterLauncher(Launcher[RayJobHandle]):
     name = "ray_cluster"
 
@@ -74,7 +82,7 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         self.settings = settings
         self.address: str = settings.address
         self._client = None
-        self._states: dict[str, tuple[str, int | None, str]] = {}  # id -> (status, exit code, message)
+        self._states: dict[str, JobDetails] = {}  # submission id -> what the job API said last
         self._last_poll = 0.0
 
     def client(self):  # noqa: ANN201 (ray is imported lazily: a sweep on SLURM needs none of it)
@@ -178,18 +186,19 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         self._last_poll = now
         for info in self.client().list_jobs():
             if info.submission_id:
-                self._states[info.submission_id] = (info.status.value, info.driver_exit_code, info.message or "")
+                self._states[info.submission_id] = info
 
     def poll(self, handle: RayJobHandle) -> PollStatus:
         self.refresh(force=handle.submission_id not in self._states)
-        status, code, message = self._states.get(handle.submission_id, ("PENDING", None, ""))
+        info = self._states.get(handle.submission_id)
+        status, code = (info.status.value, info.driver_exit_code) if info is not None else ("PENDING", None)
         detail = f"{handle.submission_id} {status}"
         if status == "PENDING":
             return PollStatus(JobState.PENDING, detail=detail)
         if status == "RUNNING":
             return PollStatus(JobState.RUNNING, detail=detail)
         # Ended. No exit code: the entrypoint never ran or its node was lost (retried by the sweeper).
-        failure = None if code is not None or status == "SUCCEEDED" else f"Ray job {status}: {message}".strip()
+        failure = None if info is None or code is not None or status == "SUCCEEDED" else ended_without_code(info)
         log = "" if status == "SUCCEEDED" else self.log_tail(handle)
         return PollStatus(JobState.FINISHED, returncode=code, detail=detail, failure=failure, log=log)
 
@@ -212,7 +221,7 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         self.refresh(force=True)
         adopted: dict[Path, RayJobHandle] = {}
         for job_dir, ids in recorded.items():
-            live = [i for i in ids if self._states.get(i, ("",))[0] in ("PENDING", "RUNNING")]
+            live = [i for i in ids if i in self._states and self._states[i].status.value in ("PENDING", "RUNNING")]
             for stale in live[:-1]:
                 self.client().stop_job(stale)
             if live:

@@ -434,7 +434,12 @@ def test_a_job_whose_node_dies_is_resubmitted_and_resumes_from_its_checkpoint_on
         assert first_again.scheduler_id == first.scheduler_id
         rerun = client.get_job_info(second.scheduler_id)
         assert rerun.status.value == "SUCCEEDED" and rerun.driver_node_id != lost  # elsewhere
-        assert client.get_job_info(first.scheduler_id).status.value == "FAILED"
+        # How Ray 2.57 reports it: FAILED, no exit code, its supervisor actor dead with its node (GCS's words).
+        lost_job = client.get_job_info(first.scheduler_id)
+        assert lost_job.status.value == "FAILED" and lost_job.driver_exit_code is None
+        assert lost_job.error_type == "JOB_SUPERVISOR_ACTOR_DIED"
+        (reason,) = result.retry_reasons  # the sweep's one-line record of why it resubmitted
+        assert reason.startswith("Ray job FAILED (JOB_SUPERVISOR_ACTOR_DIED): ") and "its node has died" in reason
         assert trained_steps(job_dir) == list(range(1, STEPS + 1))  # no step lost, none repeated
     finally:
         if sweeper is not None and sweeper.poll() is None:
