@@ -5,7 +5,8 @@ Each planned job is one Ray job: its entrypoint is the job's own command (`pytho
 OVERRIDES`, app_command.py), wrapped by launchers/ray_task.py for its attempt records; its entrypoint resources are
 its resources.* (CPUs, GPUs, memory), so Ray places it on a node that has them. The job writes its
 records into its job directory, which must be on storage the cluster's nodes see at the same path
-(a shared file system); the dry run and the run check that with one probe job first.
+(a shared file system; hydra.sweep.dir a path or a pyarrow.fs file:// URI, sweep/storage.py); the dry
+run and the run check that with one probe job first (launchers/ray_storage_probe.py).
 
 The submission id is chosen here and recorded in attempts.jsonl *before* Ray is asked, so a sweeper
 killed at any moment and rerun finds every Ray job it may have submitted (`reattach`) and submits
@@ -20,13 +21,18 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from launchers import ray_storage_probe
 from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from launchers.ray_auth import auth_refusal, unauthenticated_warning
 from launchers.ray_cluster_settings import RayClusterSettings
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.attempt_events import Submitted
 from rllm_sweeps.records.resources import Resources
+
+if TYPE_CHECKING:  # ray is imported lazily: a sweep on SLURM needs none of it
+    from ray.job_submission import JobDetails
 
 STOP_WAIT_S = 60  # for a stopped job's training process to reach a step boundary and save
 
@@ -60,6 +66,14 @@ def entrypoint_resources(resources: Resources) -> dict[str, float | int]:
     return asked
 
 
+def ended_without_code(info: JobDetails) -> str:
+    """Why Ray ended a job whose entrypoint gave no exit code, in one line: Ray's error type and its
+    message, whose later lines hold the cause (a lost node: JOB_SUPERVISOR_ACTOR_DIED, "The actor died
+    because its node has died. Node Id: ...", from Ray's GCS)."""
+    kind = f" ({info.error_type})" if info.error_type else ""
+    return f"Ray job {info.status.value}{kind}: {' '.join((info.message or '').split())}".strip()
+
+
 class RayClusterLauncher(Launcher[RayJobHandle]):
     name = "ray_cluster"
 
@@ -68,7 +82,7 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         self.settings = settings
         self.address: str = settings.address
         self._client = None
-        self._states: dict[str, tuple[str, int | None, str]] = {}  # id -> (status, exit code, message)
+        self._states: dict[str, JobDetails] = {}  # submission id -> what the job API said last
         self._last_poll = 0.0
 
     def client(self):  # noqa: ANN201 (ray is imported lazily: a sweep on SLURM needs none of it)
@@ -104,33 +118,42 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         return [f"{k}={v}" for k, v in entrypoint_resources(resources).items()]
 
     def storage_problem(self, sweep_dir: Path) -> str | None:
-        """One probe job: can a job on the cluster write where the sweep's records go? (The nearest
-        directory of the sweep's that exists: a dry run creates nothing.)"""
+        """One probe job: does a job on the cluster see, and may it write, the storage the sweep's
+        records go to? Asked through pyarrow.fs in the nearest directory of the sweep's that exists
+        (a dry run creates no directory; the probe's two files are removed): launchers/ray_storage_probe.py."""
         target = next(p for p in [sweep_dir, *sweep_dir.parents] if p.exists())
-        # The same directory, not only one of the same name: a node's own disk at that path fails.
-        seen = target.stat()
-        check = (
-            "import os,sys; p=sys.argv[1]; s=os.stat(p) if os.path.isdir(p) else None; "
-            "sys.exit(3 if s is None or f'{s.st_dev}:{s.st_ino}' != sys.argv[2] or not os.access(p, os.W_OK) else 0)"
-        )
-        sid = f"rllm-probe-{uuid.uuid4().hex[:8]}"
-        line = shlex.join([sys.executable, "-c", check, str(target), f"{seen.st_dev}:{seen.st_ino}"])
         client = self.client()
-        client.submit_job(entrypoint=line, submission_id=sid, runtime_env=self.runtime_env({}))
-        deadline = time.monotonic() + self.settings.probe_timeout_s
-        while time.monotonic() < deadline:
-            info = client.get_job_info(sid)
-            if str(info.status) in ("SUCCEEDED", "JobStatus.SUCCEEDED"):
+        with ray_storage_probe.question(target.as_uri()) as asked:
+            sid = f"rllm-probe-{uuid.uuid4().hex[:8]}"
+            line = shlex.join([sys.executable, "-m", "launchers.ray_storage_probe", asked.uri])
+            client.submit_job(entrypoint=line, submission_id=sid, runtime_env=self.runtime_env({}))
+            deadline = time.monotonic() + self.settings.probe_timeout_s
+            while not (info := client.get_job_info(sid)).status.is_terminal():
+                if time.monotonic() > deadline:
+                    client.stop_job(sid)
+                    waited = self.settings.probe_timeout_s
+                    return f"the probe job {sid} did not finish in {waited:g} s on {self.address}"
+                time.sleep(0.5)
+            if info.status.value == "SUCCEEDED" and asked.answered():
                 return None
-            if info.status.is_terminal():
-                return (
-                    f"a job on the Ray cluster at {self.address} cannot write {target} (the sweep directory's "
-                    f"storage; probe job {sid}: {info.status.value}, exit code {info.driver_exit_code}): put "
-                    "hydra.sweep.dir on storage the cluster's nodes see at the same path (docs/RAY.md)"
-                )
-            time.sleep(0.5)
-        client.stop_job(sid)
-        return f"the probe job {sid} did not finish in {self.settings.probe_timeout_s:g} s on {self.address}"
+            why = self.probe_failure(info)
+        return (
+            f"hydra.sweep.dir={sweep_dir}: the Ray cluster at {self.address} does not reach the sweep directory's "
+            f"storage ({target.as_uri()}; probe job {sid}): {why}; put it on storage the cluster's nodes mount at "
+            "the same path (docs/RAY.md)"
+        )
+
+    def probe_failure(self, info: JobDetails) -> str:
+        """Why the storage probe job did not answer, in a few words."""
+        code = info.driver_exit_code
+        if info.status.value == "SUCCEEDED":  # it answered into storage the sweeper does not read
+            return "the probe job's answer is not in the storage the sweeper reads"
+        if code in ray_storage_probe.REASONS:
+            return ray_storage_probe.REASONS[code]
+        if code is not None:  # e.g. the cluster's Python lacks the project: the log's last line says
+            lines = self.log_tail_of(info.submission_id or "", 2000).strip().splitlines()
+            return f"the probe job failed (exit code {code}): {lines[-1] if lines else 'no output'}"
+        return f"the probe job ended {info.status.value}: {info.message}"
 
     def runtime_env(self, env: dict[str, str]) -> dict:
         """The user's runtime_env with the job's environment added. The job runs the sweeper's
@@ -163,25 +186,29 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         self._last_poll = now
         for info in self.client().list_jobs():
             if info.submission_id:
-                self._states[info.submission_id] = (info.status.value, info.driver_exit_code, info.message or "")
+                self._states[info.submission_id] = info
 
     def poll(self, handle: RayJobHandle) -> PollStatus:
         self.refresh(force=handle.submission_id not in self._states)
-        status, code, message = self._states.get(handle.submission_id, ("PENDING", None, ""))
+        info = self._states.get(handle.submission_id)
+        status, code = (info.status.value, info.driver_exit_code) if info is not None else ("PENDING", None)
         detail = f"{handle.submission_id} {status}"
         if status == "PENDING":
             return PollStatus(JobState.PENDING, detail=detail)
         if status == "RUNNING":
             return PollStatus(JobState.RUNNING, detail=detail)
         # Ended. No exit code: the entrypoint never ran or its node was lost (retried by the sweeper).
-        failure = None if code is not None or status == "SUCCEEDED" else f"Ray job {status}: {message}".strip()
+        failure = None if info is None or code is not None or status == "SUCCEEDED" else ended_without_code(info)
         log = "" if status == "SUCCEEDED" else self.log_tail(handle)
         return PollStatus(JobState.FINISHED, returncode=code, detail=detail, failure=failure, log=log)
 
     def log_tail(self, handle: RayJobHandle, size: int = 4000) -> str:
         """The end of Ray's log of the job (the wrapper's own output; the job's is in job.log)."""
+        return self.log_tail_of(handle.submission_id, size)
+
+    def log_tail_of(self, submission_id: str, size: int) -> str:
         try:
-            return self.client().get_job_logs(handle.submission_id)[-size:]
+            return self.client().get_job_logs(submission_id)[-size:]
         except Exception:  # noqa: BLE001 (a log is a courtesy: the job's end is known without it)
             return ""
 
@@ -194,7 +221,7 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         self.refresh(force=True)
         adopted: dict[Path, RayJobHandle] = {}
         for job_dir, ids in recorded.items():
-            live = [i for i in ids if self._states.get(i, ("",))[0] in ("PENDING", "RUNNING")]
+            live = [i for i in ids if i in self._states and self._states[i].status.value in ("PENDING", "RUNNING")]
             for stale in live[:-1]:
                 self.client().stop_job(stale)
             if live:

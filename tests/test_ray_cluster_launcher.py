@@ -13,6 +13,7 @@ import contextlib
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,7 +56,8 @@ class Cluster:
     worker: RayNode
 
 
-def sweep_argv(sweep_dir: Path, *args: str) -> list[str]:
+def sweep_argv(sweep_dir: Path | str, *args: str) -> list[str]:
+    """train.py -m ARGS in `sweep_dir` (a path, or a file:// URI: sweep/storage.py)."""
     return [sys.executable, str(REPO / "train.py"), "-m", *args, f"hydra.sweep.dir={sweep_dir}"]
 
 
@@ -65,7 +67,7 @@ def sweep_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**base, "PYTHONPATH": str(REPO), **(extra or {})}
 
 
-def sweep(sweep_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def sweep(sweep_dir: Path | str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     argv = sweep_argv(sweep_dir, *args)
     return subprocess.run(argv, cwd=REPO, env=sweep_env(env), capture_output=True, text=True, timeout=600)
 
@@ -166,8 +168,9 @@ class Sweeps:
 @pytest.fixture(scope="module")
 def sweeps(ray_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Sweeps:
     root = tmp_path_factory.mktemp("ray_sweeps")
+    # The Ray sweep's directory given as a pyarrow.fs URI, the local one's as a path: the same records.
     ray_run = sweep(
-        root / "ray", "hydra/launcher=ray_cluster", f"hydra.launcher.address={ray_cluster.dashboard}", *PLAN
+        (root / "ray").as_uri(), "hydra/launcher=ray_cluster", f"hydra.launcher.address={ray_cluster.dashboard}", *PLAN
     )
     assert ray_run.returncode == 0, ray_run.stdout[-3000:] + ray_run.stderr[-3000:]
     local = sweep(root / "local", *PLAN)
@@ -240,6 +243,42 @@ def test_a_ray_cluster_launcher_without_an_address_is_refused_with_one_line(tmp_
     run = sweep(tmp_path / "s", "hydra/launcher=ray_cluster", "trainer.lr=1e-3,2e-3", "hydra.sweeper.dry_run=true")
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1 and "hydra.launcher.address" in lines[0], run.stderr
+
+
+class NodeOnItsOwnDisk(RayNode):
+    """A Ray node whose processes see an empty file system of their own (a tmpfs, in a mount namespace)
+    at `own`, where this machine has a directory: a machine that does not mount the sweep's storage."""
+
+    def __init__(self, spec: RayClusterSpec, own: Path) -> None:
+        super().__init__(spec)
+        self.own = own
+
+    def command(self) -> list[str]:
+        mount = 'mount -t tmpfs rllm-own-disk "$0" && exec "$@"'  # exec: the node's session stays this PID's
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(self.own), *super().command()]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="a mount namespace needs root")
+def test_a_dry_run_on_a_cluster_that_does_not_see_the_sweeps_storage_is_refused_in_one_line(tmp_path: Path) -> None:
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    spec = RayClusterSpec(num_cpus=1, object_store_memory_mb=SMALL, include_dashboard=True)
+    node = NodeOnItsOwnDisk(spec, own=storage)
+    try:
+        with this_process_env(client_env(spec, None, head=True), drop=AUTH_VARS):
+            node.start()
+            node.wait_ready(1)
+        url = f"http://127.0.0.1:{node.ports.dashboard}"
+        wait_for_dashboard(url)
+        args = ["hydra/launcher=ray_cluster", f"hydra.launcher.address={url}", "trainer.lr=1e-3", *QUICK]
+        run = sweep((storage / "lr").as_uri(), *args, "hydra.sweeper.dry_run=true")
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 2 and len(lines) == 1, run.stdout[-2000:] + run.stderr[-2000:]
+        assert lines[0].startswith(f"error: nothing was submitted: hydra.sweep.dir={storage / 'lr'}: ")
+        assert "a file the sweeper wrote there is not there for a job on the cluster" in lines[0]
+        assert list(storage.iterdir()) == []  # the probe's question removed; the dry run wrote nothing
+    finally:
+        node.stop()
 
 
 def test_a_ray_job_records_the_sweeps_job_output_in_its_job_log(sweeps: Sweeps) -> None:
@@ -395,7 +434,12 @@ def test_a_job_whose_node_dies_is_resubmitted_and_resumes_from_its_checkpoint_on
         assert first_again.scheduler_id == first.scheduler_id
         rerun = client.get_job_info(second.scheduler_id)
         assert rerun.status.value == "SUCCEEDED" and rerun.driver_node_id != lost  # elsewhere
-        assert client.get_job_info(first.scheduler_id).status.value == "FAILED"
+        # How Ray 2.57 reports it: FAILED, no exit code, its supervisor actor dead with its node (GCS's words).
+        lost_job = client.get_job_info(first.scheduler_id)
+        assert lost_job.status.value == "FAILED" and lost_job.driver_exit_code is None
+        assert lost_job.error_type == "JOB_SUPERVISOR_ACTOR_DIED"
+        (reason,) = result.retry_reasons  # the sweep's one-line record of why it resubmitted
+        assert reason.startswith("Ray job FAILED (JOB_SUPERVISOR_ACTOR_DIED): ") and "its node has died" in reason
         assert trained_steps(job_dir) == list(range(1, STEPS + 1))  # no step lost, none repeated
     finally:
         if sweeper is not None and sweeper.poll() is None:

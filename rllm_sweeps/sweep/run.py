@@ -45,6 +45,7 @@ from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import plan_request
 from rllm_sweeps.sweep.runner import JobSource, StaticSource, SweepRunner
+from rllm_sweeps.sweep.storage import sweep_dir_path
 from rllm_sweeps.sweep.sweeper_lock import SweeperBusy, hold_sweep_dir
 from rllm_sweeps.sweeper_settings import SweeperSettings
 
@@ -123,11 +124,11 @@ def run_sweep(
         problems = []
     else:
         problems = launcher.preflight(plan.resource_shapes)
-        if not problems and (storage := launcher.storage_problem(sweep_dir)) is not None:
-            problems = [storage]
     if problems:
         head = "error: the scheduler refuses this sweep (nothing was submitted):"
         raise Stop(EXIT_BAD_INPUT, listing(head, problems))
+    if unavailable is None and (storage := launcher.storage_problem(sweep_dir)) is not None:
+        raise Stop(EXIT_BAD_INPUT, f"error: nothing was submitted: {storage}")
     # Each GPU job's memory against its share, the dry run's lines in the real sweep too; a job that
     # fits at no size is refused before anything is written (sweep/memory_check.py).
     memory = memory_check(plan.jobs, launcher)
@@ -250,7 +251,10 @@ def _plan_content(path: Path) -> PlanRecord | None:
 def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> Path:
     hydra_overrides = list(hydra_cfg.hydra.overrides.hydra) + list(arguments)
     if any(set_value(a, "hydra.sweep.dir") is not None for a in hydra_overrides):
-        return Path(str(hydra_cfg.hydra.sweep.dir)).resolve()
+        try:
+            return sweep_dir_path(str(hydra_cfg.hydra.sweep.dir))  # a path, or a pyarrow.fs URI
+        except ConfigError as err:
+            raise Stop(EXIT_BAD_INPUT, f"error: {err.issues[0]}") from None
     name = plan.spec.name or "sweep"
     project = str(hydra_cfg.trainer.project_name)
     return (Path("multirun") / project / f"{name}-{sweep_id(plan.spec.to_dict(), plan.base_overrides)}").resolve()
