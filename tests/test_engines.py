@@ -44,7 +44,7 @@ def test_the_jax_backend_settings_are_read_by_jax_only_and_the_gpu_trainer_tree_
     assert readers("skyrl.train.data.train_data") == ENGINES
     assert readers("skyrl.train.environment.env_class") == ()
     # common keys an engine cannot honour
-    assert readers("trainer.max_grad_norm") == ENGINES  # jax: in-process (RayJaxBackend refuses it named)
+    assert readers("trainer.max_grad_norm") == ENGINES  # every engine, RayJaxBackend included
     assert readers("trainer.adam_eps") == ("jax",)
     assert readers("trainer.lr") == ENGINES
     # SkyRL's own PPO loop's settings, which its backend code never names: derived from SkyRL
@@ -65,8 +65,8 @@ def test_every_engine_name_has_its_class_and_the_config_chooses_it():
     # Ray only where the backend runs on it; the reduction the loop scales advantages for
     assert [e.uses_ray for e in ALL_ENGINES] == [False, True, True, True]
     assert [e.traits.backend_reduction for e in ALL_ENGINES] == ["seq-mean-token-mean"] * 2 + ["token-sum"] * 2
-    # RayJaxBackend's workers build SkyRL's unclipped AdamW: only the in-process JAX engine clips
-    assert [e.reads("trainer.max_grad_norm") for e in ALL_ENGINES] == [True, False, True, True]
+    # Every engine clips: RayJaxBackend's workers too, with our AdamW installed in each (optimizer.py)
+    assert [e.reads("trainer.max_grad_norm") for e in ALL_ENGINES] == [True, True, True, True]
 
 
 def test_keys_lists_the_engines_that_read_each_key_without_lambda_reprs():
