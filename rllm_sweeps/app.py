@@ -230,12 +230,12 @@ def run_hydra_job(cfg: DictConfig) -> dict:
         finalize(cfg, overrides, where="command line", check=tuple(overrides) != _validated)
     except ConfigError as err:
         fail(str(err))
-    from rllm_sweeps.job import EXIT_PREEMPTED, run_job
+    from rllm_sweeps.job import EXIT_PREEMPTED, JobConfig, run_job
     from rllm_sweeps.job_dir import JobRefused
     from rllm_sweeps.records.status import JobStatus
 
     try:
-        result = run_job(cfg, overrides)
+        result = run_job(JobConfig.of(cfg), overrides)
     except JobRefused as err:
         fail(str(err))
     except PermissionError as err:  # a directory or file of the job that this user may not write

@@ -62,7 +62,7 @@ CHILD = textwrap.dedent(
     """
 )
 
-# A rank 0 holding its job's Ray cluster as job.py does, with the runtime's SIGTERM handling:
+# A rank 0 holding its job's Ray cluster as job/train.py does, with the runtime's SIGTERM handling:
 # prints what it brought up, then holds it until its stdin closes.
 HOLDER = textwrap.dedent(
     """

@@ -214,7 +214,7 @@ def test_the_two_way_finder_finds_a_pair():
 
 
 def test_the_job_runtime_imports_nothing_of_the_sweep():
-    """The job (job.py, training/, workflows/, engines/, runtime/, and PBT's shared part that a trial's
+    """The job (job/, training/, workflows/, engines/, runtime/, and PBT's shared part that a trial's
     job runs, pbt/) reads records, never the sweep DSL: the sweeper writes down what a job needs."""
     job_side = ("rllm_sweeps.job", "rllm_sweeps.training", "rllm_sweeps.workflows", "rllm_sweeps.engines")
     found = {
