@@ -29,7 +29,7 @@ from rllm_sweeps.records.metrics import EPISODE_METRICS, VALIDATION_METRICS, can
 from rllm_sweeps.records.plan import Metric
 from rllm_sweeps.sweep.confirm_settings import ConfirmSpec, parse_confirm_settings
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
-from rllm_sweeps.sweep.node import node_fields
+from rllm_sweeps.sweep.node import node_blocks, node_fields
 from rllm_sweeps.sweep.optuna_settings import OptunaSettings, canonical, parse_optuna_settings
 from rllm_sweeps.sweep.param import Param, grid_size
 from rllm_sweeps.sweep.parse_param import ParamParser, is_integer
@@ -73,8 +73,9 @@ class _Node:
 
     source: str
     raw: dict[str, tuple[Any, str]]
+    # "metric" takes `metric.name=...` too, beside the node's blocks
     parts: dict[str, dict[str, tuple[Any, str]]] = field(
-        default_factory=lambda: {block: {} for block in ("metric", "optuna", "pbt", "confirm")}
+        default_factory=lambda: {block: {} for block in ("metric", *node_blocks())}
     )
 
     def get(self, key: str, default: Any = None) -> tuple[Any, str]:
