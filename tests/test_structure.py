@@ -345,6 +345,7 @@ def _enum_values(node: ast.ClassDef) -> set[str]:
 # Fields named like a resource that hold something else, each with why (not a second default of it).
 NOT_RESOURCE_DEFAULTS = {
     ("rllm_sweeps.records.result", "nodes"): "the nodes the job's Ray cluster counted (1 before it counts them)",
+    ("rllm_sweeps.records.ray_cluster", "nodes"): "ray.json: the nodes alive in the job's Ray cluster (1: no Ray)",
 }
 # Where keyword arguments named like a resource are the local SLURM cluster's own shape, not a job's.
 LOCAL_CLUSTER = "rllm_sweeps.local_slurm"

@@ -86,7 +86,7 @@ def build_backend(job: JobConfig, job_dir: Path, cluster: JobRay, workflow: Work
         print(f"ray cluster up at RAY_ADDRESS={cluster.address} ({cluster.node_count} nodes)", flush=True)
     built = job.engine.build_backend(job.tree, job.loop, job_dir, workflow.settings.parallel_calls())
     if built.placement_group is not None:  # the backend's processes, one per bundle
-        cluster.note(process_nodes=cluster.placement_nodes(built.placement_group))
+        cluster.update(process_nodes=cluster.placement_nodes(built.placement_group))
     return built
 
 
