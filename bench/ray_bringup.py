@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/ray_bringup.py [--repeats 3] [--no-multinode]
 
-"up" = a job's `job_ray_cluster` (what job.py runs) from entry until it yields:
+"up" = a job's `job_ray_cluster` (what job/train.py runs) from entry until it yields:
 `ray start --head --block` spawned, the GCS reports the node alive, ray.json
 written, RAY_ADDRESS exported; "first init" = a fresh `python -c "import ray;
 ray.init()"` child connecting through RAY_ADDRESS (what SkyRL's

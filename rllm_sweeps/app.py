@@ -230,12 +230,12 @@ def run_hydra_job(cfg: DictConfig) -> dict:
         finalize(cfg, overrides, where="command line", check=tuple(overrides) != _validated)
     except ConfigError as err:
         fail(str(err))
-    from rllm_sweeps.job import EXIT_PREEMPTED, run_job
+    from rllm_sweeps.job import EXIT_PREEMPTED, JobConfig, run_job
     from rllm_sweeps.job_dir import JobRefused
     from rllm_sweeps.records.status import JobStatus
 
     try:
-        result = run_job(cfg, overrides)
+        result = run_job(JobConfig.of(cfg), overrides)
     except JobRefused as err:
         fail(str(err))
     except PermissionError as err:  # a directory or file of the job that this user may not write
@@ -247,29 +247,11 @@ def run_hydra_job(cfg: DictConfig) -> dict:
     return {"status": str(result.status), "final": result.final, "config_hash": result.config_hash}
 
 
-SWEEP_SETTING_HELP = {
-    "name": "the sweep directory's name (multirun/PROJECT/NAME-ID)",
-    "description": "free text, kept in plan.json",
-    "method": "grid | random | optuna | pbt (a W&B file's bayes runs as optuna with TPE)",
-    "metric": "{name: val_reward_mean, goal: maximize}",
-    "parameters": "KEY: {values: [...]} | {distribution: ..., min, max} (W&B's form)",
-    "zip": "[[key_a, key_b], ...]: keys that vary together",
-    "seeds": "N or [s1, ...]: replicates on trainer.seed",
-    "seed_key": "the key seeds set (default trainer.seed)",
-    "constraints": '["rollout.n * data.train_batch_size <= 512", ...]',
-    "budget": "jobs, for random and optuna",
-    "run_cap": "W&B's name for budget",
-    "parallel": "jobs in flight (default 1)",
-    "seed": "the sweep's own random seed",
-    "pbt": ".population=N .interval=STEPS (.quantile .factors .resample_probability .mutate): method pbt",
-    "confirm": ".top=K .seeds=N: after the search, its K best points again with N fresh seeds",
-}
-
-
 def usage() -> str:
     from rllm_sweeps.config.load import load_config
     from rllm_sweeps.config.overrides import group_choices
     from rllm_sweeps.keymap import KEY_MAPPINGS
+    from rllm_sweeps.sweep.spec import setting_help
 
     cfg = load_config([], notify=lambda _: None)
     natives: dict[str, list[str]] = {}
@@ -299,7 +281,7 @@ def usage() -> str:
     ]
     for key in cfg.sweep:
         if key != "optuna":
-            lines.append(f"  {'sweep.' + key:<36} {SWEEP_SETTING_HELP[key]}")
+            lines.append(f"  {'sweep.' + key:<36} {setting_help(key)}")
     lines += [
         f"  {'sweep.optuna.sampler / .pruner':<36} method optuna (docs/OPTUNA.md)",
         f"  {'hydra.sweeper.dry_run=true':<36} the plan, every job shown validated, the cost; runs nothing",

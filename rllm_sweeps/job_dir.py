@@ -65,12 +65,12 @@ def write_hydra_record(where: Path, cfg: DictConfig, hydra_cfg: DictConfig) -> N
     (where / "overrides.yaml").write_text(OmegaConf.to_yaml(hydra_cfg.overrides.task))
 
 
-def refusal_reason(cfg: DictConfig, job_dir: Path, chash: str, previous: JobResult | None) -> str | None:
+def refusal_reason(resume_mode: str, job_dir: Path, chash: str, previous: JobResult | None) -> str | None:
     """Why this run may not use `job_dir` (None: it may): another configuration completed there, or
     left checkpoints a resume would mix with this one's (trainer.resume_mode=disable starts over)."""
     from rllm_sweeps.training.checkpoints import latest_checkpoint
 
-    if previous is None or previous.config_hash == chash or cfg.trainer.resume_mode == "disable":
+    if previous is None or previous.config_hash == chash or resume_mode == "disable":
         return None
     if previous.status is not JobStatus.COMPLETED and latest_checkpoint(JobPaths(job_dir).checkpoints) is None:
         return None  # an earlier run that left nothing to keep

@@ -45,7 +45,7 @@ def default_out(job_dir: Path) -> Path:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     """Train a job again from its records: its overrides and schedule, in a new directory."""
-    from rllm_sweeps.job import git_revision, package_versions
+    from rllm_sweeps.job.provenance import git_revision, package_versions
 
     job_dir = Path(args.job_dir)
     recorded = JobResult.read(job_dir)

@@ -4,13 +4,14 @@ and tests/test_slurm_multinode.py."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from rllm_sweeps.records.model import read_record
+from rllm_sweeps.records.ray_cluster import RayClusterRecord
 from rllm_sweeps.runtime.job_ray import RAY_FILE
 from rllm_sweeps.runtime.node_role import NodeRole, NoJobDir, job_dir_of, run_node
 
@@ -51,8 +52,9 @@ def test_rank_0_marks_the_attempt_over_for_the_other_nodes_even_when_training_fa
 
     with pytest.raises(RuntimeError, match="bad dataset"):
         run_node([f"hydra.run.dir={tmp_path}"], fails, NodeRole(rank=0, nodes=2))
-    record = json.loads((tmp_path / RAY_FILE).read_text())
-    assert record == {"token": "31.2", "ended": True}
+    # this attempt's ray.json, marked over before any head started: no address for a node to join
+    record = read_record(RayClusterRecord, tmp_path / RAY_FILE)
+    assert (record.token, record.ended, record.ray, record.address) == ("31.2", True, None, None)
 
 
 def test_the_role_is_read_from_slurms_variables_and_is_rank_0_of_1_outside_slurm(monkeypatch):

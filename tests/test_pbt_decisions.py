@@ -61,18 +61,18 @@ def test_trials_without_a_score_are_left_out_of_the_ranking() -> None:
 
 def test_a_trial_with_no_score_yet_continues() -> None:
     states = _states(None, 0.9, 0.8, 0.7)
-    assert decide(states[0], states, PbtSettings(population=4, interval=3)) == Continue()
+    assert decide(states[0], states, PbtSettings(population=4, interval=3, quantile=0.25)) == Continue()
 
 
 def test_a_tie_with_the_top_quantile_never_exploits() -> None:
     states = _states(0.5, 0.5, 0.5, 0.5)
     assert quantiles(states, 0.25).bottom == ()
-    assert all(decide(s, states, PbtSettings(population=4, interval=3)) == Continue() for s in states)
+    assert all(decide(s, states, PbtSettings(population=4, interval=3, quantile=0.25)) == Continue() for s in states)
 
 
 def test_the_bottom_trial_exploits_a_top_one_and_the_others_continue() -> None:
     states = _states(0.1, 0.9, 0.5, 0.6)
-    settings = PbtSettings(population=4, interval=3, quantile=0.5, mutations=(Mutation(LR),))
+    settings = PbtSettings(population=4, interval=3, quantile=0.5, mutations=(Mutation(LR, (0.8, 1.2), 0.25),))
     decision = decide(states[0], states, settings)
     assert isinstance(decision, Exploit)
     assert decision.source_trial in (1, 3) and decision.source_step == 3
@@ -82,7 +82,7 @@ def test_the_bottom_trial_exploits_a_top_one_and_the_others_continue() -> None:
 
 def test_decisions_are_reproducible_and_depend_on_the_seed() -> None:
     states = _states(0.1, 0.9, 0.8, 0.2, 0.7, 0.6, 0.5, 0.4)
-    mutations = (Mutation(LR, resample_probability=0.5),)
+    mutations = (Mutation(LR, (0.8, 1.2), resample_probability=0.5),)
     runs = [decide(states[0], states, PbtSettings(8, 3, 0.25, mutations, seed=s)) for s in (1, 1, 2, 3, 4)]
     assert runs[0] == runs[1]
     assert len({(d.source_trial, d.settings["trainer.lr"]) for d in runs}) > 1
@@ -100,12 +100,12 @@ def test_resampling_draws_from_the_keys_sweep_distribution() -> None:
     drawn = {resample(LR, seed) for seed in range(20)}
     assert len(drawn) == 20 and all(1e-6 <= v <= 1e-3 for v in drawn)
     rng = random.Random(0)
-    always = explore({"trainer.lr": 5.0}, (Mutation(LR, resample_probability=1.0),), rng)
+    always = explore({"trainer.lr": 5.0}, (Mutation(LR, (0.8, 1.2), resample_probability=1.0),), rng)
     assert 1e-6 <= always["trainer.lr"] <= 1e-3
 
 
 def test_a_categorical_key_moves_to_a_neighbouring_value() -> None:
     rng = random.Random(0)
     for _ in range(10):
-        out = explore({"generator.temperature": 0.8}, (Mutation(TEMP, resample_probability=0.0),), rng)
+        out = explore({"generator.temperature": 0.8}, (Mutation(TEMP, (0.8, 1.2), resample_probability=0.0),), rng)
         assert out["generator.temperature"] in (0.6, 1.0)

@@ -62,7 +62,7 @@ CHILD = textwrap.dedent(
     """
 )
 
-# A rank 0 holding its job's Ray cluster as job.py does, with the runtime's SIGTERM handling:
+# A rank 0 holding its job's Ray cluster as job/train.py does, with the runtime's SIGTERM handling:
 # prints what it brought up, then holds it until its stdin closes.
 HOLDER = textwrap.dedent(
     """
@@ -76,7 +76,7 @@ HOLDER = textwrap.dedent(
         with job_ray_cluster(job_dir, num_cpus=cpus, num_gpus=0, nodes=nodes) as ray:
             print(json.dumps({"address": ray.address, "RAY_ADDRESS": os.environ["RAY_ADDRESS"],
                               "nodes": [dataclasses.asdict(n) for n in ray.nodes],
-                              "pids": ray.record["pids"], "connect_env": ray.record["connect_env"]}), flush=True)
+                              "pids": list(ray.record.pids), "connect_env": ray.record.connect_env}), flush=True)
             sys.stdin.read()
     """
 )
@@ -284,7 +284,7 @@ def test_job_cluster_exports_its_address_and_stops_everything(tmp_path, monkeypa
         assert head.node_manager_port == ports.node_manager
         got = _child_ray_init(dict(os.environ))
         assert got == {"gcs": ray.address, "cpus": 3.0, "nodes": 1, "probe": "ok"}
-        sid, live = _session(ray.record["pids"])
+        sid, live = _session(list(ray.record.pids))
         assert sid in live and len(live) >= 4  # ray start, gcs, raylet, ...
         # The driver's connection started no idle worker (Ray's default: one per CPU, here 3),
         # since no work asked for one (nodes.py: RAY_prestart_worker_first_driver=0).

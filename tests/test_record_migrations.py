@@ -131,3 +131,18 @@ def test_a_command_on_a_sweep_with_a_record_that_does_not_validate_says_which_in
 def test_the_published_schemas_are_the_models():
     published = {p.name: p.read_text() for p in (REPO / "docs" / "schemas").glob("*.schema.json")}
     assert published == schemas(), "docs/schemas/ drifted from the models: run `rllm-sweeps schema --out docs/schemas`"
+
+
+def test_a_jobs_ray_records_of_before_versions_read_typed():
+    from rllm_sweeps.records.model import read_record
+    from rllm_sweeps.records.ray_cluster import RayClusterRecord, RayWorkerRecord
+
+    head = read_record(RayClusterRecord, OLD / "job" / "ray.json")
+    assert head.ray and head.ended and head.address == "127.0.0.1:24608" and head.ports["gcs"] == 24608
+    assert head.process_nodes == ("127.0.0.1",) and head.listening[0].port in head.ports.values()
+    worker = read_record(RayWorkerRecord, OLD / "job" / "ray-worker-1.json")
+    assert worker.head == head.address.replace("127.0.0.1", "10.0.0.1") and worker.token == "41.0"
+    # a job without Ray, as the sweeps of before wrote it (tests/data/sweeps_v0/)
+    job = REPO / "tests" / "data" / "sweeps_v0" / "grid_finished" / "jobs" / "0000-ecef3794"
+    none = read_record(RayClusterRecord, job / "ray.json")
+    assert none.ray is False and none.address is None and none.pids == () and "JaxBackend" in (none.why or "")

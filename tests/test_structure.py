@@ -214,7 +214,7 @@ def test_the_two_way_finder_finds_a_pair():
 
 
 def test_the_job_runtime_imports_nothing_of_the_sweep():
-    """The job (job.py, training/, workflows/, engines/, runtime/, and PBT's shared part that a trial's
+    """The job (job/, training/, workflows/, engines/, runtime/, and PBT's shared part that a trial's
     job runs, pbt/) reads records, never the sweep DSL: the sweeper writes down what a job needs."""
     job_side = ("rllm_sweeps.job", "rllm_sweeps.training", "rllm_sweeps.workflows", "rllm_sweeps.engines")
     found = {
@@ -345,6 +345,7 @@ def _enum_values(node: ast.ClassDef) -> set[str]:
 # Fields named like a resource that hold something else, each with why (not a second default of it).
 NOT_RESOURCE_DEFAULTS = {
     ("rllm_sweeps.records.result", "nodes"): "the nodes the job's Ray cluster counted (1 before it counts them)",
+    ("rllm_sweeps.records.ray_cluster", "nodes"): "ray.json: the nodes alive in the job's Ray cluster (1: no Ray)",
 }
 # Where keyword arguments named like a resource are the local SLURM cluster's own shape, not a job's.
 LOCAL_CLUSTER = "rllm_sweeps.local_slurm"

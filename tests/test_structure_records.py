@@ -37,8 +37,6 @@ JSON_READERS = {
     "rllm_sweeps/data/lengths.py": "a tokenizer's JSON (tokenizers' to_str)",
     "rllm_sweeps/local_slurm/settings.py": "the development cluster's cluster.json (not a sweep's record)",
     "rllm_sweeps/training/memory_fit.py": "the machine's learned activation factor (a cache, not a sweep's record)",
-    # Not yet converted (issue 46): each is a record of a job directory still read as JSON by hand.
-    "rllm_sweeps/runtime/job_ray.py": "TODO ray.json: the job's Ray cluster record, a dict",
 }
 
 

@@ -416,3 +416,18 @@ def test_optuna_method_is_parsed_with_several_objectives():
     )
     assert [m.goal for m in spec.metric] == ["maximize", "minimize"]
     assert SearchSpace(spec).distributions()["trainer.lr"].log
+
+
+def test_each_sweep_node_setting_is_declared_once_with_its_default_and_help():
+    """conf/config.yaml's `sweep:` node names the settings; the spec's fields declare each one's default
+    and `--help` line together (the two that are no field: NODE_ONLY_HELP)."""
+    import dataclasses
+
+    from rllm_sweeps.sweep.node import node_fields
+    from rllm_sweeps.sweep.spec import HELP, NODE_ONLY_HELP, SweepSpec, setting_help
+
+    declared = {f.name for f in dataclasses.fields(SweepSpec) if HELP in f.metadata}
+    assert declared | set(NODE_ONLY_HELP) == set(node_fields())
+    assert declared.isdisjoint(NODE_ONLY_HELP)
+    assert all(setting_help(key) for key in node_fields())
+    assert SweepSpec().parallel == 1 and setting_help("parallel") == "jobs in flight (default 1)"

@@ -64,16 +64,18 @@ class Mutation:
     """How one key explores: resampled from `domain` with `resample_probability`, else multiplied
     by one of `factors` (a categorical key moves to a neighbouring value)."""
 
+    # No defaults here or in PbtSettings: PBT's defaults are the sweep's `pbt:` block's, defined once
+    # (sweep/pbt_settings.py's PbtSpec); a record states what the sweep chose.
     domain: Domain
-    factors: tuple[float, ...] = (0.8, 1.2)
-    resample_probability: float = 0.25
+    factors: tuple[float, ...]
+    resample_probability: float
 
 
 @record(frozen=True)
 class PbtSettings:
     population: int
     interval: int  # training steps between decisions
-    quantile: float = 0.25  # the bottom (top) fraction that exploits (is exploited)
+    quantile: float  # the bottom (top) fraction that exploits (is exploited)
     mutations: tuple[Mutation, ...] = ()
     seed: int = 0
 

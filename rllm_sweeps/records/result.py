@@ -29,7 +29,7 @@ def phase_metric(phase: str) -> str:
 
 @dataclass(frozen=True)
 class TrainingSummary:
-    """What a job's training did (job.py's loop), for its result.json."""
+    """What a job's training did (the job's loop: job/train.py), for its result.json."""
 
     steps: int  # training steps completed
     finished: bool  # every planned step ran

@@ -21,6 +21,8 @@ RECORDS = {
     "pbt": ("rllm_sweeps.pbt.membership", "PbtMembership"),
     "pbt_board_trial": ("rllm_sweeps.pbt.decision", "TrialState"),  # pbt_board/trial_<k>.json
     "optuna_study_attrs": ("rllm_sweeps.study", "SweepAttrs"),
+    "ray": ("rllm_sweeps.records.ray_cluster", "RayClusterRecord"),  # a job's ray.json
+    "ray_worker": ("rllm_sweeps.records.ray_cluster", "RayWorkerRecord"),  # a job's ray-worker-K.json
 }
 
 

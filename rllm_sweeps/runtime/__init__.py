@@ -1,6 +1,6 @@
 """Runtime pieces a training job needs around its engine: its own Ray cluster.
 
-- ``job_ray``: the job's Ray cluster on every node of its allocation (what ``job.py`` and the
+- ``job_ray``: the job's Ray cluster on every node of its allocation (what ``job/train.py`` and the
   SLURM task use), and its record ``ray.json``.
 - ``nodes``: one Ray node we own (start, wait until it answers, stop exactly its processes).
 - ``commands``: the ``ray start`` argv of a head or worker node.

@@ -28,22 +28,14 @@ A job whose backend uses no Ray (SkyRL's single-process ``JaxBackend`` on one no
 :func:`no_ray` writes ``ray.json`` with ``ray: false``, no address and no processes, so the
 records, teardown checks and ``status`` read the same file either way.
 
-``ray.json`` (written by rank 0): ``ray`` (false: no Ray), ``address``, ``token``, ``nodes`` (alive in the cluster),
-``node_addresses``, ``ray_up_s`` (head start until every node joined), ``process_nodes`` (the
-node of each RayJaxBackend process), ``pids`` (every process of the head node seen, rewritten
-after teardown), ``auth`` (``"token"``: Ray's token authentication; the token is in
-``ray-auth-token``), ``connect_env`` (what a client of the cluster sets besides ``RAY_ADDRESS``:
-the token file's path, and Ray's single-machine mode for a one-node cluster), ``ports`` (the
-head's port block), ``listening`` (every TCP socket the head node's processes were seen
-listening on: address, port, process), ``ended`` (the attempt is over).
-``ray-worker-K.json`` (rank K): ``head``, ``node_ip``, ``pids``, ``ports``, ``listening`` (likewise).
+``ray.json`` (rank 0) and ``ray-worker-K.json`` (rank K) are records: records/ray_cluster.py
+(``RayClusterRecord``, ``RayWorkerRecord``) says what each field holds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import socket
 import time
@@ -51,9 +43,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rllm_sweeps.records.atomic import write_json_atomic
 from rllm_sweeps.records.attempts import attempt_ended
 from rllm_sweeps.records.layout import JobPaths
+from rllm_sweeps.records.model import RecordError, read_record, write_record
+from rllm_sweeps.records.ray_cluster import Listening, RayClusterRecord, RayWorkerRecord
 from rllm_sweeps.runtime.auth import AUTH_VARS, RayAuth
 from rllm_sweeps.runtime.errors import RayClusterError
 from rllm_sweeps.runtime.gcs import NodeInfo, disconnect_driver, tcp_reachable, wait_for_nodes
@@ -77,16 +70,16 @@ class JobRay:
     nodes: list[NodeInfo]
     ray_up_s: float
     path: Path
-    record: dict[str, Any]
+    record: RayClusterRecord
 
     @property
     def node_count(self) -> int:
         return len(self.nodes) if self.address is not None else 1
 
-    def note(self, **fields: Any) -> None:
-        """Add ``fields`` to ray.json."""
-        self.record.update(fields)
-        write_json_atomic(self.path, self.record)
+    def update(self, **fields: Any) -> None:
+        """ray.json with ``fields`` (RayClusterRecord's) changed."""
+        self.record = dataclasses.replace(self.record, **fields)
+        write_record(self.path, self.record)
 
     def placement_nodes(self, placement_group: Any) -> list[str]:
         """Address of the node holding each bundle of ``placement_group``, in bundle order
@@ -133,22 +126,29 @@ def _head_cluster(
 ) -> Iterator[JobRay]:
     head = start_head_node(spec, node_ip=head_ip)
     assert head.address is not None
-    path = Path(job_dir) / RAY_FILE
-    record: dict[str, Any] = {"ray": True, "address": head.address, "token": attempt_token(), "nodes": 1}
-    record.update(auth="token", connect_env=connect_env, ports=dataclasses.asdict(head.ports))
+    first = RayClusterRecord(
+        token=attempt_token(),
+        ray=True,
+        address=head.address,
+        auth="token",
+        connect_env=connect_env,
+        ports=dataclasses.asdict(head.ports),
+    )
+    cluster = JobRay(head.address, [], 0.0, Path(job_dir) / RAY_FILE, first)
     saved_address = os.environ.get("RAY_ADDRESS")
     try:
-        record.update(pids=head.pids(), listening=_listening(head))
-        write_json_atomic(path, record)  # the worker nodes' cue to join
+        cluster.update(pids=head.pids(), listening=_listening(head))  # the worker nodes' cue to join
         alive = _wait_for_workers(head, nodes, join_timeout_s)
-        up_s = round(time.monotonic() - started, 3)
-        record.update(
-            nodes=len(alive), node_addresses=sorted(n.address for n in alive), ray_up_s=up_s, pids=head.pids()
+        cluster.nodes, cluster.ray_up_s = alive, round(time.monotonic() - started, 3)
+        cluster.update(
+            nodes=len(alive),
+            node_addresses=sorted(n.address for n in alive),
+            ray_up_s=cluster.ray_up_s,
+            pids=head.pids(),
+            listening=_listening(head),
         )
-        record["listening"] = _listening(head)
-        write_json_atomic(path, record)
         os.environ["RAY_ADDRESS"] = head.address
-        yield JobRay(head.address, alive, up_s, path, record)
+        yield cluster
     finally:
         if saved_address is None:
             os.environ.pop("RAY_ADDRESS", None)
@@ -159,23 +159,21 @@ def _head_cluster(
         try:
             head.stop()
         finally:
-            record["pids"] = sorted(head.recorded)  # every process ever seen, to check teardown
-            record["listening"] = _listening(head)
-            write_json_atomic(path, record)
+            # every process ever seen, to check teardown
+            cluster.update(pids=sorted(head.recorded), listening=_listening(head))
 
 
-def _listening(node: RayNode) -> list[dict[str, Any]]:
-    """Every socket the node's processes were seen listening on, for ray.json."""
-    return [dataclasses.asdict(listener) for listener in sorted(node.listeners)]
+def _listening(node: RayNode) -> tuple[Listening, ...]:
+    """Every socket the node's processes were seen listening on, for its record."""
+    return tuple(Listening(s.address, s.port, s.process) for s in sorted(node.listeners))
 
 
 @contextlib.contextmanager
 def no_ray(job_dir: Path, why: str) -> Iterator[JobRay]:
     """The record of a job that needs no Ray (``why``): ``ray.json`` says so, with no processes."""
     path = Path(job_dir) / RAY_FILE
-    record: dict[str, Any] = {"ray": False, "why": why, "address": None, "token": attempt_token(), "nodes": 1}
-    record["pids"] = []
-    write_json_atomic(path, record)
+    record = RayClusterRecord(token=attempt_token(), ray=False, why=why)
+    write_record(path, record)
     yield JobRay(None, [], 0.0, path, record)
 
 
@@ -200,12 +198,13 @@ def mark_attempt_over(job_dir: Path) -> None:
     still waiting to join (e.g. when train.py failed before starting the head)."""
     token = attempt_token()
     path = Path(job_dir) / RAY_FILE
-    write_json_atomic(path, {**(_read_record(path, token) or {"token": token}), "ended": True})
+    write_record(path, dataclasses.replace(_read_record(path, token) or RayClusterRecord(token=token), ended=True))
 
 
 def _attempt_over(path: Path, token: str | None) -> bool:
     """Rank 0 marked this attempt over, or the SLURM task recorded its end (rank 0 was killed)."""
-    if _read_record(path, token).get("ended"):
+    record = _read_record(path, token)
+    if record is not None and record.ended:
         return True
     if token is None:  # outside SLURM
         return False
@@ -216,13 +215,17 @@ def _attempt_over(path: Path, token: str | None) -> bool:
     return attempt_ended(path.parent, SlurmJobEnvironment().job_id, restarts)
 
 
-def _read_record(path: Path, token: str | None) -> dict[str, Any]:
-    """This attempt's ray.json, or {} (none yet, or an earlier attempt's)."""
+def _read_record(path: Path, token: str | None) -> RayClusterRecord | None:
+    """This attempt's ray.json, or None (none yet, or an earlier attempt's)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if data.get("token") == token else {}
+        record = read_record(RayClusterRecord, path)
+    except (OSError, RecordError):
+        return None
+    return record if record.token == token else None
+
+
+def _head_address(record: RayClusterRecord | None) -> str | None:
+    return None if record is None else record.address
 
 
 def ip_towards(address: str) -> str:
@@ -239,35 +242,32 @@ def run_worker(job_dir: Path, rank: int, join_timeout_s: float = JOIN_TIMEOUT_S,
     path = Path(job_dir) / RAY_FILE
     with sigterm_raises():  # scancel / a time limit: the `finally` below still stops the node
         deadline = time.monotonic() + join_timeout_s
-        record = _read_record(path, token)
-        while not (record.get("address") or _attempt_over(path, token)):
+        head = _head_address(_read_record(path, token))
+        while not (head or _attempt_over(path, token)):
             if time.monotonic() > deadline:
                 raise RayClusterError(f"no Ray head address for attempt {token} in {path} after {join_timeout_s:.0f}s")
             time.sleep(0.2)
-            record = _read_record(path, token)
-        if not record.get("address"):
+            head = _head_address(_read_record(path, token))
+        if not head:
             print(f"rank {rank}: attempt {token} ended before its Ray head started", flush=True)
             return 0
-        head = record["address"]
         cpus, gpus = slurm_node_resources()
         node_ip = ip_towards(head)
         spec = RayClusterSpec(num_cpus=cpus, num_gpus=gpus, auth=RayAuth.existing(JobPaths(job_dir).ray_auth_token))
         # This process queries the GCS while the node joins: with the cluster's token too.
         with this_process_env(client_env(spec, node_ip, head=False), drop=AUTH_VARS):
             node = start_worker_node(head, spec, node_ip=node_ip)
-            mine = {"head": head, "token": token, "node_ip": node_ip, "pids": node.pids()}
-            mine.update(ports=dataclasses.asdict(node.ports), listening=_listening(node))
+            mine = RayWorkerRecord(head, token, node_ip, node.pids(), dataclasses.asdict(node.ports), _listening(node))
             try:
-                write_json_atomic(worker_file(job_dir, rank), mine)
+                write_record(worker_file(job_dir, rank), mine)
                 print(f"rank {rank}: Ray worker {node_ip} joined {head} ({cpus} CPUs, {gpus} GPUs)", flush=True)
                 print(f"rank {rank}: leaving: {_wait_until_over(node, head, path, token, poll_s)}", flush=True)
             finally:
                 try:
                     node.stop()
                 finally:
-                    mine["pids"] = sorted(node.recorded)
-                    mine["listening"] = _listening(node)
-                    write_json_atomic(worker_file(job_dir, rank), mine)
+                    mine = dataclasses.replace(mine, pids=sorted(node.recorded), listening=_listening(node))
+                    write_record(worker_file(job_dir, rank), mine)
     return 0
 
 

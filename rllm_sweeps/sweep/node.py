@@ -25,4 +25,9 @@ def node_fields(block: str | None = None) -> tuple[str, ...]:
     return tuple(_sweep_node() if block is None else _sweep_node()[block])
 
 
-__all__ = ["node_fields"]
+def node_blocks() -> tuple[str, ...]:
+    """The node's blocks (a mapping of settings of their own: optuna, pbt, confirm), in its order."""
+    return tuple(key for key, value in _sweep_node().items() if isinstance(value, dict))
+
+
+__all__ = ["node_blocks", "node_fields"]

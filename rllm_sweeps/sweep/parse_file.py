@@ -18,6 +18,7 @@ that type's default (SweepSpec's fields: their one definition).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from rllm_sweeps.config.rules import path_name
@@ -26,13 +27,13 @@ from rllm_sweeps.override_text import override_key
 from rllm_sweeps.problems import Problems, did_you_mean
 from rllm_sweeps.records.metrics import EPISODE_METRICS, VALIDATION_METRICS, canonical_metric, is_validation_metric
 from rllm_sweeps.records.plan import Metric
-from rllm_sweeps.sweep.confirm_settings import parse_confirm_settings
+from rllm_sweeps.sweep.confirm_settings import ConfirmSpec, parse_confirm_settings
 from rllm_sweeps.sweep.constraints import Constraint, ConstraintSyntaxError
-from rllm_sweeps.sweep.node import node_fields
-from rllm_sweeps.sweep.optuna_settings import canonical, parse_optuna_settings
+from rllm_sweeps.sweep.node import node_blocks, node_fields
+from rllm_sweeps.sweep.optuna_settings import OptunaSettings, canonical, parse_optuna_settings
 from rllm_sweeps.sweep.param import Param, grid_size
 from rllm_sweeps.sweep.parse_param import ParamParser, is_integer
-from rllm_sweeps.sweep.pbt_settings import parse_pbt_settings
+from rllm_sweeps.sweep.pbt_settings import PbtSpec, parse_pbt_settings
 from rllm_sweeps.sweep.wandb_fields import translate_wandb_fields
 
 METHODS = ("grid", "random", "optuna", "pbt")
@@ -65,6 +66,73 @@ def _grid_sampler(method: str, raw: Mapping[str, tuple[Any, str]], parts: Mappin
     return method == "optuna" and sampler is not None and canonical(sampler) == "grid"
 
 
+@dataclass
+class _Node:
+    """The sweep node's settings, each with where it was set (the file's, the command line's on top),
+    and the command line's settings of each block (`metric.name=...`, `pbt.population=...`) apart."""
+
+    source: str
+    raw: dict[str, tuple[Any, str]]
+    # "metric" takes `metric.name=...` too, beside the node's blocks
+    parts: dict[str, dict[str, tuple[Any, str]]] = field(
+        default_factory=lambda: {block: {} for block in ("metric", *node_blocks())}
+    )
+
+    def get(self, key: str, default: Any = None) -> tuple[Any, str]:
+        # null means "not set" (conf/config.yaml declares every setting as null)
+        value, where = self.raw.get(key, (None, f"{self.source}: {key}"))
+        return (default if value is None else value), where
+
+    def is_set(self, key: str) -> bool:
+        return self.raw.get(key, (None, ""))[0] is not None
+
+
+@dataclass
+class _SpecParts:
+    """The spec's parts as the blocks settle them (a later block may change an earlier one's: PBT's
+    population is its budget)."""
+
+    method: str
+    metric: tuple[Metric, ...]
+    seed_key: str
+    params: dict[str, Param]
+    seeds: tuple[int, ...] | None
+    seeds_where: str
+    zip: tuple[tuple[str, ...], ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    budget: int | None = None
+    budget_where: str = ""
+    parallel: int = 1
+    seed: int = 0
+    name: str | None = None
+    optuna: OptunaSettings | None = None
+    pbt: PbtSpec | None = None
+    confirm: ConfirmSpec | None = None
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.seeds) if self.seeds else 1
+
+    def fields(self) -> dict[str, Any]:
+        """The spec's keyword arguments."""
+        return {
+            "method": self.method,
+            "metric": self.metric,
+            "parameters": tuple(self.params.values()),
+            "zip": self.zip,
+            "seeds": self.seeds,
+            "seed_key": self.seed_key,
+            "constraints": self.constraints,
+            "budget": self.budget,
+            "parallel": self.parallel,
+            "seed": self.seed,
+            "name": self.name,
+            "optuna": self.optuna,
+            "pbt": self.pbt,
+            "confirm": self.confirm,
+        }
+
+
 class SpecParser:
     """Parses and checks a sweep node; each problem goes to `problem`, each note to `notes`."""
 
@@ -82,193 +150,215 @@ class SpecParser:
         make: Callable[..., SpecT],
     ) -> SpecT:
         """The spec (`make(**parts)`) from the file's node, the command line's settings and its parameters;
-        what none of them sets is `make()`'s."""
+        what none of them sets is `make()`'s. Block by block, in the order each needs the others."""
         default = make()
+        node = self.node(data, source, settings)
+        method = self.method(node, default)
+        metric = self.metrics(*node.get("metric"), node.parts["metric"]) or default.metric
+        seed_key = self.seed_key(node, default)
+        params = self.parameters(node, cli_params)
+        seeds, seeds_where = self.replicates(node, seed_key, params, cli_params)
+        spec = _SpecParts(method, metric, seed_key, params, seeds, seeds_where)
+        spec.zip = self.zips(*node.get("zip", []), params)
+        spec.constraints = self.constraints(*node.get("constraints", []))
+        spec.budget, spec.budget_where = self.budget(node)
+        spec.parallel = self.positive_int(*node.get("parallel", default.parallel), "parallel", default.parallel)
+        spec.seed = self.sweep_seed(node, default)
+        spec.name = self.name(node)
+        self.pbt_block(node, spec)
+        self.confirm_block(node, spec)
+        self.check_budget(node, spec)
+        self.optuna_block(node, spec)
+        return make(**spec.fields(), source=source, notes=tuple(self.notes))
+
+    def node(self, data: Any, source: str, settings: Mapping[str, tuple[Any, str]]) -> _Node:
+        """The node's settings, W&B's fields translated, the command line's on top; unknown ones refused."""
         if not isinstance(data, Mapping):
             self.problem(source, f"a sweep is a mapping, got {data!r}")
             data = {}
         data = translate_wandb_fields(data, source, self.problem, self.notes.append)  # W&B's own fields
-        raw: dict[str, tuple[Any, str]] = {k: (v, f"{source}: {k}") for k, v in data.items()}
-        metric_parts: dict[str, tuple[Any, str]] = {}
-        optuna_parts: dict[str, tuple[Any, str]] = {}
-        pbt_parts: dict[str, tuple[Any, str]] = {}
-        confirm_parts: dict[str, tuple[Any, str]] = {}
+        node = _Node(source, {k: (v, f"{source}: {k}") for k, v in data.items()})
         for key, (value, where) in settings.items():
-            if key.startswith("metric."):
-                metric_parts[key[len("metric.") :]] = (value, where)
-            elif key.startswith("optuna."):
-                optuna_parts[key[len("optuna.") :]] = (value, where)
-            elif key.startswith("pbt."):
-                pbt_parts[key[len("pbt.") :]] = (value, where)
-            elif key.startswith("confirm."):
-                confirm_parts[key[len("confirm.") :]] = (value, where)
+            block, dot, rest = key.partition(".")
+            if dot and block in node.parts:
+                node.parts[block][rest] = (value, where)
             else:
-                raw[key] = (value, where)
+                node.raw[key] = (value, where)
         fields = node_fields()  # conf/config.yaml's sweep node
-        for key, (_, where) in raw.items():
+        for key, (_, where) in node.raw.items():
             if key not in fields:
                 self.problem(where, f"unknown sweep setting '{key}'{did_you_mean(key, fields)}")
+        return node
 
-        def get(key: str, default: Any = None) -> tuple[Any, str]:
-            # null means "not set" (conf/config.yaml declares every setting as null)
-            value, where = raw.get(key, (None, f"{source}: {key}"))
-            return (default if value is None else value), where
-
-        method, where = get("method", default.method)
+    def method(self, node: _Node, default: SpecDefaults) -> str:
+        method, where = node.get("method", default.method)
         if method not in METHODS:
             self.problem(where, f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
-            method = default.method
-        metric = self.metrics(*get("metric"), metric_parts) or default.metric
-        seed_key, where = get("seed_key", default.seed_key)
+            return default.method
+        return method
+
+    def seed_key(self, node: _Node, default: SpecDefaults) -> str:
+        seed_key, where = node.get("seed_key", default.seed_key)
         if not isinstance(seed_key, str) or not seed_key:
             self.problem(where, f"seed_key is a config key, got {seed_key!r}")
-            seed_key = default.seed_key
+            return default.seed_key
+        return seed_key
 
+    def parameters(self, node: _Node, cli_params: list[Param]) -> dict[str, Param]:
+        """The file's parameters, the command line's over them key by key."""
         params: dict[str, Param] = {}
-        file_params, where = get("parameters", {})
+        file_params, where = node.get("parameters", {})
         if file_params is None:
             file_params = {}
         if not isinstance(file_params, Mapping):
             self.problem(where, f"parameters is a mapping of key -> definition, got {file_params!r}")
             file_params = {}
         for key, entry in file_params.items():
-            for param in self.params.file_params(str(key), entry, f"{source}: parameters.{key}"):
+            for param in self.params.file_params(str(key), entry, f"{node.source}: parameters.{key}"):
                 params[param.key] = param
         for param in cli_params:  # the command line wins, key by key
             params[param.key] = param
+        return params
 
-        seeds, seeds_where = get("seeds")
-        seeds = self.seeds(seeds, seeds_where)
-        if seed_key in params:
-            p = params[seed_key]
-            from_cli = any(p is c for c in cli_params)
-            if p.kind == "distribution":
-                self.problem(p.source, f"{seed_key} is the seed: seeds are replicates, never searched; use `seeds:`")
-                del params[seed_key]
-            elif p.kind == "values" and (seeds is None or from_cli):
-                if all(is_integer(c.value) and c.value >= 0 for c in p.choices):
-                    seeds = tuple(c.value for c in p.choices)
-                    self.notes.append(f"{p.source}: seeds {list(seeds)} are replicates of every point, not a dimension")
-                else:
-                    self.problem(p.source, f"seeds must be integers >= 0, got {[c.value for c in p.choices]}")
-                del params[seed_key]
-            elif p.kind == "value" and from_cli and seeds is not None:
-                seeds = (p.choices[0].value,)
-                del params[seed_key]
-            elif seeds is not None:
-                self.problem(
-                    p.source,
-                    f"{seed_key} is both swept as a parameter and replicated by seeds ({seeds_where}); "
-                    "seeds are never a searched dimension: keep one",
-                )
-                del params[seed_key]
+    def replicates(
+        self, node: _Node, seed_key: str, params: dict[str, Param], cli_params: list[Param]
+    ) -> tuple[tuple[int, ...] | None, str]:
+        """`seeds:` and where it was set; a parameter on the seed key becomes the seeds (values on the
+        command line) or is refused (a distribution, or swept beside `seeds:`): either way, no longer
+        a parameter."""
+        value, seeds_where = node.get("seeds")
+        seeds = self.seeds(value, seeds_where)
+        if seed_key not in params:
+            return seeds, seeds_where
+        p = params[seed_key]
+        from_cli = any(p is c for c in cli_params)
+        if p.kind == "distribution":
+            self.problem(p.source, f"{seed_key} is the seed: seeds are replicates, never searched; use `seeds:`")
+        elif p.kind == "values" and (seeds is None or from_cli):
+            if all(is_integer(c.value) and c.value >= 0 for c in p.choices):
+                seeds = tuple(c.value for c in p.choices)
+                self.notes.append(f"{p.source}: seeds {list(seeds)} are replicates of every point, not a dimension")
+            else:
+                self.problem(p.source, f"seeds must be integers >= 0, got {[c.value for c in p.choices]}")
+        elif p.kind == "value" and from_cli and seeds is not None:
+            seeds = (p.choices[0].value,)
+        elif seeds is not None:
+            self.problem(
+                p.source,
+                f"{seed_key} is both swept as a parameter and replicated by seeds ({seeds_where}); "
+                "seeds are never a searched dimension: keep one",
+            )
+        else:
+            return seeds, seeds_where  # a plain value on the seed key: a parameter like any other
+        del params[seed_key]
+        return seeds, seeds_where
 
-        zips = self.zips(*get("zip", []), params)
-        constraints = self.constraints(*get("constraints", []))
-        budget, budget_where = get("budget")
-        run_cap, cap_where = get("run_cap")
+    def budget(self, node: _Node) -> tuple[int | None, str]:
+        """`budget:` (or W&B's `run_cap:`), None where unset, and where it was set."""
+        budget, budget_where = node.get("budget")
+        run_cap, cap_where = node.get("run_cap")
         if run_cap is not None:
             if budget is not None:
                 self.problem(cap_where, f"run_cap is W&B's name for budget; give one of them ({budget_where})")
             budget, budget_where = run_cap, cap_where
-        budget = self.positive_int(budget, budget_where, "budget", None)
-        parallel = self.positive_int(*get("parallel", default.parallel), "parallel", default.parallel)
-        seed, where = get("seed", default.seed)
+        return self.positive_int(budget, budget_where, "budget", None), budget_where
+
+    def sweep_seed(self, node: _Node, default: SpecDefaults) -> int:
+        seed, where = node.get("seed", default.seed)
         if not is_integer(seed):
             self.problem(where, f"seed (the sweep's random seed) is an integer, got {seed!r}")
-            seed = default.seed
-        name, name_where = get("name")
-        if name is not None and (bad := path_name(str(name))):
-            self.problem(name_where, f"name {name!r} names the sweep's directory (multirun/PROJECT/NAME-ID): {bad}")
-            name = None
+            return default.seed
+        return seed
 
-        pbt = None
-        pbt_block, pbt_where = get("pbt")
-        if method == "pbt":
-            pbt = parse_pbt_settings(pbt_block, pbt_where, pbt_parts, list(params.values()), self.problem)
-            if seeds is not None:
-                self.problem(
-                    seeds_where,
-                    "a PBT population shares one seed (a trial that copies a checkpoint continues its data "
-                    "order, a function of the seed and the step): drop seeds; sweep.confirm re-runs the best "
-                    "with fresh seeds",
-                )
-                seeds = None
-            if raw.get("parallel", (None, ""))[0] is None:
-                parallel = pbt.population  # a population trains at once (fewer: the late ones copy finished ones)
-            if budget is None:
-                budget = pbt.population
-            elif budget != pbt.population:
-                self.problem(budget_where, f"a PBT sweep's jobs are its population ({pbt.population}): drop budget")
-                budget = pbt.population
-        elif pbt_block is not None or pbt_parts:
-            self.notes.append(f"{source}: pbt settings are ignored by method {method}")
-        confirm = None
-        confirm_block, confirm_where = get("confirm")
-        if confirm_block is not None or confirm_parts:
-            confirm = parse_confirm_settings(confirm_block, confirm_where, confirm_parts, self.problem)
-            if isinstance(confirm.seeds, tuple) and seeds and (reused := sorted(set(confirm.seeds) & set(seeds))):
-                self.problem(confirm_where, f"confirm.seeds {reused} are seeds of the search: give fresh ones")
-        n_seeds = len(seeds) if seeds else 1
-        if method == "grid":
-            for p in params.values():
+    def name(self, node: _Node) -> str | None:
+        name, where = node.get("name")
+        if name is not None and (bad := path_name(str(name))):
+            self.problem(where, f"name {name!r} names the sweep's directory (multirun/PROJECT/NAME-ID): {bad}")
+            return None
+        return None if name is None else str(name)
+
+    def pbt_block(self, node: _Node, spec: _SpecParts) -> None:
+        """Method pbt: its `pbt:` block; the population is its jobs (budget) and trains at once (parallel)."""
+        block, where = node.get("pbt")
+        if spec.method != "pbt":
+            if block is not None or node.parts["pbt"]:
+                self.notes.append(f"{node.source}: pbt settings are ignored by method {spec.method}")
+            return
+        spec.pbt = pbt = parse_pbt_settings(block, where, node.parts["pbt"], list(spec.params.values()), self.problem)
+        if spec.seeds is not None:
+            self.problem(
+                spec.seeds_where,
+                "a PBT population shares one seed (a trial that copies a checkpoint continues its data "
+                "order, a function of the seed and the step): drop seeds; sweep.confirm re-runs the best "
+                "with fresh seeds",
+            )
+            spec.seeds = None
+        if not node.is_set("parallel"):
+            spec.parallel = pbt.population  # a population trains at once (fewer: the late ones copy finished ones)
+        if spec.budget is None:
+            spec.budget = pbt.population
+        elif spec.budget != pbt.population:
+            self.problem(spec.budget_where, f"a PBT sweep's jobs are its population ({pbt.population}): drop budget")
+            spec.budget = pbt.population
+
+    def confirm_block(self, node: _Node, spec: _SpecParts) -> None:
+        """Any method: `confirm:`, its seeds fresh ones."""
+        block, where = node.get("confirm")
+        if block is None and not node.parts["confirm"]:
+            return
+        spec.confirm = confirm = parse_confirm_settings(block, where, node.parts["confirm"], self.problem)
+        if isinstance(confirm.seeds, tuple) and spec.seeds and (reused := sorted(set(confirm.seeds) & set(spec.seeds))):
+            self.problem(where, f"confirm.seeds {reused} are seeds of the search: give fresh ones")
+
+    def check_budget(self, node: _Node, spec: _SpecParts) -> None:
+        """A grid takes values, never distributions; a sampling method needs a budget (unless Optuna's
+        grid sampler sizes it), a whole number of points x seeds."""
+        if spec.method == "grid":
+            for p in spec.params.values():
                 if p.kind == "distribution":
                     self.problem(
                         p.source,
                         f"{p.distribution} is a distribution: it needs method random or optuna "
                         "(sweep.method=random); a grid takes values, e.g. a,b,c or range(...)",
                     )
-        elif budget is None:
-            if not _grid_sampler(method, raw, optuna_parts):
+        elif spec.budget is None:
+            if not _grid_sampler(spec.method, node.raw, node.parts["optuna"]):
                 self.problem(
-                    f"{source}: budget", f"method {method} needs a budget (the number of jobs to run; W&B: run_cap)"
+                    f"{node.source}: budget",
+                    f"method {spec.method} needs a budget (the number of jobs to run; W&B: run_cap)",
                 )
-        elif budget % n_seeds:
-            lower, upper = budget // n_seeds * n_seeds, (budget // n_seeds + 1) * n_seeds
+        elif spec.budget % (n_seeds := spec.n_seeds):
+            lower, upper = spec.budget // n_seeds * n_seeds, (spec.budget // n_seeds + 1) * n_seeds
             self.problem(
-                budget_where,
-                f"budget {budget} counts jobs (points x seeds) and there are {n_seeds} seeds per point: "
+                spec.budget_where,
+                f"budget {spec.budget} counts jobs (points x seeds) and there are {n_seeds} seeds per point: "
                 f"use a multiple of {n_seeds} ({lower or n_seeds} or {upper})",
             )
-        optuna = None
-        block, block_where = get("optuna")
-        if method == "optuna":
-            optuna = parse_optuna_settings(
-                block, block_where, optuna_parts, len(metric), self.problem, self.notes.append
-            )
-            if optuna.sampler == "grid":
-                if budget is None:  # Optuna's grid sampler asks every point once: the grid's size
-                    budget = grid_size(tuple(params.values()), zips) * n_seeds
-                for p in params.values():
-                    if p.kind == "distribution":
-                        self.problem(
-                            p.source,
-                            f"the grid sampler takes values (a list, a,b,c or range(...)); {p.key} is a "
-                            f"{p.distribution} distribution: give values or another sampler",
-                        )
-        else:
-            if block is not None or optuna_parts:
-                self.notes.append(f"{source}: optuna settings are ignored by method {method}")
-            if len(metric) > 1:
-                self.notes.append(f"{source}: several metrics: {method} reports all, optimizes none")
-        return make(
-            method=method,
-            metric=metric,
-            parameters=tuple(params.values()),
-            zip=zips,
-            seeds=seeds,
-            seed_key=seed_key,
-            constraints=constraints,
-            budget=budget,
-            parallel=parallel,
-            seed=seed,
-            name=str(name) if name is not None else None,
-            optuna=optuna,
-            pbt=pbt,
-            confirm=confirm,
-            source=source,
-            notes=tuple(self.notes),
+
+    def optuna_block(self, node: _Node, spec: _SpecParts) -> None:
+        """Method optuna: its `optuna:` block; the grid sampler's budget is the grid's size."""
+        block, where = node.get("optuna")
+        parts = node.parts["optuna"]
+        if spec.method != "optuna":
+            if block is not None or parts:
+                self.notes.append(f"{node.source}: optuna settings are ignored by method {spec.method}")
+            if len(spec.metric) > 1:
+                self.notes.append(f"{node.source}: several metrics: {spec.method} reports all, optimizes none")
+            return
+        spec.optuna = optuna = parse_optuna_settings(
+            block, where, parts, len(spec.metric), self.problem, self.notes.append
         )
+        if optuna.sampler != "grid":
+            return
+        if spec.budget is None:  # Optuna's grid sampler asks every point once: the grid's size
+            spec.budget = grid_size(tuple(spec.params.values()), spec.zip) * spec.n_seeds
+        for p in spec.params.values():
+            if p.kind == "distribution":
+                self.problem(
+                    p.source,
+                    f"the grid sampler takes values (a list, a,b,c or range(...)); {p.key} is a "
+                    f"{p.distribution} distribution: give values or another sampler",
+                )
 
     def metrics(self, value: Any, where: str, parts: Mapping[str, tuple[Any, str]]) -> tuple[Metric, ...]:
         """The metrics given, checked; () when none is (the spec's default then)."""

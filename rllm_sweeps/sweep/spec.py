@@ -43,6 +43,24 @@ from rllm_sweeps.sweep.param import Param
 from rllm_sweeps.sweep.parse_file import SEED_KEY, SpecParser
 from rllm_sweeps.sweep.pbt_settings import PbtSpec
 
+HELP = "help"  # a sweep setting's field metadata: its `--help` line
+NODE_ONLY_HELP = {  # the node's settings that are no field of the spec
+    "description": "free text, kept in plan.json",
+    "run_cap": "W&B's name for budget",
+}
+
+
+def setting(default: Any, help: str) -> Any:
+    """A sweep node setting's field: its default and its `--help` line, declared together."""
+    return field(default=default, metadata={HELP: help})
+
+
+def setting_help(key: str) -> str:
+    """The `--help` line of the sweep node's setting `key` (conf/config.yaml's `sweep:` names them)."""
+    if key in NODE_ONLY_HELP:
+        return NODE_ONLY_HELP[key]
+    return SweepSpec.__dataclass_fields__[key].metadata[HELP]
+
 
 class SweepError(ConfigError):
     """A sweep that must not run; `issues` lists every problem, each naming its source."""
@@ -58,20 +76,29 @@ class SweepError(ConfigError):
 class SweepSpec:
     """A parsed, checked sweep. Build with `SweepSpec.from_dict` or `parse_sweep`."""
 
-    method: str = "grid"
-    metric: tuple[Metric, ...] = (Metric(),)
-    parameters: tuple[Param, ...] = ()
-    zip: tuple[tuple[str, ...], ...] = ()
-    seeds: tuple[int, ...] | None = None  # replicates of every point on seed_key; None = config's seed
-    seed_key: str = SEED_KEY
-    constraints: tuple[Constraint, ...] = ()
-    budget: int | None = None  # number of JOBS (points x seeds); sampling methods need it
-    parallel: int = 1  # jobs in flight
-    seed: int = 0  # the sweep's own seed: a random sweep is reproducible
-    name: str | None = None
-    optuna: OptunaSettings | None = None  # method optuna: sampler, pruner, storage, study name
-    pbt: PbtSpec | None = None  # method pbt: population, interval, quantile, mutations
-    confirm: ConfirmSpec | None = None  # after the search: the top configs re-run with fresh seeds
+    # The sweep node's settings, each declared once with its default and its `--help` line (setting());
+    # the node's other two (node-only: NODE_ONLY_HELP) are read but not kept as fields.
+    method: str = setting("grid", "grid | random | optuna | pbt (a W&B file's bayes runs as optuna with TPE)")
+    metric: tuple[Metric, ...] = setting((Metric(),), "{name: val_reward_mean, goal: maximize}")
+    parameters: tuple[Param, ...] = setting((), "KEY: {values: [...]} | {distribution: ..., min, max} (W&B's form)")
+    zip: tuple[tuple[str, ...], ...] = setting((), "[[key_a, key_b], ...]: keys that vary together")
+    # replicates of every point on seed_key; None = config's seed
+    seeds: tuple[int, ...] | None = setting(None, "N or [s1, ...]: replicates on trainer.seed")
+    seed_key: str = setting(SEED_KEY, "the key seeds set (default trainer.seed)")
+    constraints: tuple[Constraint, ...] = setting((), '["rollout.n * data.train_batch_size <= 512", ...]')
+    # number of JOBS (points x seeds); sampling methods need it
+    budget: int | None = setting(None, "jobs, for random and optuna")
+    parallel: int = setting(1, "jobs in flight (default 1)")
+    seed: int = setting(0, "the sweep's own random seed")  # a random sweep is reproducible
+    name: str | None = setting(None, "the sweep directory's name (multirun/PROJECT/NAME-ID)")
+    # method optuna: sampler, pruner, storage, study name (its own lines in --help: app.py)
+    optuna: OptunaSettings | None = setting(None, "method optuna: .sampler .pruner (docs/OPTUNA.md)")
+    pbt: PbtSpec | None = setting(
+        None, ".population=N .interval=STEPS (.quantile .factors .resample_probability .mutate): method pbt"
+    )
+    confirm: ConfirmSpec | None = setting(
+        None, ".top=K .seeds=N: after the search, its K best points again with N fresh seeds"
+    )
     source: str = "command line"  # the sweep file, or "command line"
     notes: tuple[str, ...] = field(default=(), compare=False)
 

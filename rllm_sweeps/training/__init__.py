@@ -5,5 +5,5 @@ one policy: rllm_sweeps/workflows/) -> trajectories grouped by (task, role) -> a
 (rllm_sweeps/advantages.py) -> SkyRL's trainer settings the loop implements (dynamic sampling,
 overlong filtering, KL, reward shaping) -> policy loss, custom where the engine lacks it -> backend
 calls -> metrics; periodic validation and checkpoints. Its settings are ``LoopSettings``
-(settings.py); the job (rllm_sweeps/job.py) runs it.
+(settings.py); the job (rllm_sweeps/job/) runs it.
 """

@@ -2,7 +2,7 @@
 JSON line of ``JOB_DIR/episodes.jsonl``, in the order the episodes end (training and validation alike).
 
 A workflow that wraps the job's own: the loop runs it as it runs any workflow, so the loop itself
-knows nothing of the log (job.py wraps the workflow when the setting is on)."""
+knows nothing of the log (job/train.py wraps the workflow when the setting is on)."""
 
 from __future__ import annotations
 
