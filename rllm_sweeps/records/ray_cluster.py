@@ -12,6 +12,7 @@ teardown and port checks.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import field
 from typing import ClassVar
@@ -21,13 +22,20 @@ from pydantic.dataclasses import dataclass as record
 from rllm_sweeps.records.model import Migration, same_shape
 
 
-@record(frozen=True)
-class Listening:
-    """A TCP socket a node's process was seen listening on (runtime/listeners.py)."""
+@record(frozen=True, order=True)
+class Listener:
+    """One listening TCP socket of a process (runtime/listeners.py finds them)."""
 
-    address: str  # as bound: 127.0.0.1, 0.0.0.0, ::, ...
+    address: str  # as bound: 127.0.0.1, 0.0.0.0, ::, ::ffff:10.0.0.1, ...
     port: int
     process: str  # /proc/PID/comm of a process holding it
+
+    @property
+    def loopback_only(self) -> bool:
+        ip = ipaddress.ip_address(self.address)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        return ip.is_loopback
 
 
 @record(frozen=True)
@@ -49,7 +57,7 @@ class RayClusterRecord:
     auth: str | None = None  # "token": Ray's token authentication (the token in ray-auth-token, never here)
     connect_env: dict[str, str] = field(default_factory=dict)  # what a client sets besides RAY_ADDRESS
     ports: dict[str, int] = field(default_factory=dict)  # the head's port block (runtime/ports.py's RayPorts)
-    listening: tuple[Listening, ...] = ()
+    listening: tuple[Listener, ...] = ()
     ended: bool = False  # the attempt is over: its worker nodes leave
     schema_version: int = 1
 
@@ -65,8 +73,8 @@ class RayWorkerRecord:
     node_ip: str
     pids: tuple[int, ...] = ()  # every process of the node seen (rewritten after teardown)
     ports: dict[str, int] = field(default_factory=dict)
-    listening: tuple[Listening, ...] = ()
+    listening: tuple[Listener, ...] = ()
     schema_version: int = 1
 
 
-__all__ = ["Listening", "RayClusterRecord", "RayWorkerRecord"]
+__all__ = ["Listener", "RayClusterRecord", "RayWorkerRecord"]

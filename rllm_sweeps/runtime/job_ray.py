@@ -46,7 +46,7 @@ from typing import Any
 from rllm_sweeps.records.attempts import attempt_ended
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.model import RecordError, read_record, write_record
-from rllm_sweeps.records.ray_cluster import Listening, RayClusterRecord, RayWorkerRecord
+from rllm_sweeps.records.ray_cluster import Listener, RayClusterRecord, RayWorkerRecord
 from rllm_sweeps.runtime.auth import AUTH_VARS, RayAuth
 from rllm_sweeps.runtime.errors import RayClusterError
 from rllm_sweeps.runtime.gcs import NodeInfo, disconnect_driver, tcp_reachable, wait_for_nodes
@@ -163,9 +163,9 @@ def _head_cluster(
             cluster.update(pids=sorted(head.recorded), listening=_listening(head))
 
 
-def _listening(node: RayNode) -> tuple[Listening, ...]:
+def _listening(node: RayNode) -> tuple[Listener, ...]:
     """Every socket the node's processes were seen listening on, for its record."""
-    return tuple(Listening(s.address, s.port, s.process) for s in sorted(node.listeners))
+    return tuple(sorted(node.listeners))
 
 
 @contextlib.contextmanager

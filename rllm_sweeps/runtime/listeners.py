@@ -9,31 +9,15 @@ process's network namespace).
 
 from __future__ import annotations
 
-import dataclasses
-import ipaddress
 import os
 import socket
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from rllm_sweeps.records.ray_cluster import Listener  # one socket seen: address, port, process
+
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's `st` column
-
-
-@dataclasses.dataclass(frozen=True, order=True)
-class Listener:
-    """One listening TCP socket of a process."""
-
-    address: str  # as bound: 127.0.0.1, 0.0.0.0, ::, ::ffff:10.0.0.1, ...
-    port: int
-    process: str  # /proc/PID/comm of a process holding it
-
-    @property
-    def loopback_only(self) -> bool:
-        ip = ipaddress.ip_address(self.address)
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        return ip.is_loopback
 
 
 def _decode(hex_address: str) -> tuple[str, int]:
