@@ -78,7 +78,8 @@ def best_fixed(s: surrogate.Surrogate, n: int = 60) -> tuple[float, float, float
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, default=50, help="search seeds 0..N-1 (default 50)")
+    ap.add_argument("--seeds", type=int, default=50, help="search seeds FIRST..N-1 (default 50)")
+    ap.add_argument("--first-seed", type=int, default=0, help="FIRST: continue an earlier run's seeds (default 0)")
     ap.add_argument("--ray-seeds", type=int, default=50, help="seeds for Ray Tune's methods (slow; 0: none)")
     ap.add_argument("--budget-runs", type=int, default=16, help="the budget: full runs' worth of steps")
     ap.add_argument("--only", nargs="*", help="run only these methods")
@@ -87,11 +88,8 @@ def main() -> None:
     ap.add_argument("--progress", action="store_true", help="a line per search")
     ap.add_argument("--summarize", type=Path, nargs="+", help="only print the figures of earlier runs' --out files")
     args = ap.parse_args()
-    if args.summarize:  # several files: their methods together (e.g. Ray Tune's, run apart)
-        saved = [json.loads(p.read_text()) for p in args.summarize]
-        summary(
-            {k: v for f in saved for k, v in f["rows"].items()}, {k: v for f in saved for k, v in f["wall_s"].items()}
-        )
+    if args.summarize:  # several files: their methods together (Ray Tune's run apart, or a run continued)
+        summary(*merged([json.loads(p.read_text()) for p in args.summarize]))
         return
 
     runs = surrogate.load(args.data)
@@ -113,7 +111,7 @@ def main() -> None:
     walls = dict.fromkeys(table, 0.0)
     try:
         # Seed-major: a run stopped early (Ray Tune is slow) still has every method on its first seeds.
-        for seed in range(max(args.seeds, args.ray_seeds)):
+        for seed in range(args.first_seed, max(args.seeds, args.ray_seeds)):
             for name, (fn, confirm) in table.items():
                 if seed >= (args.ray_seeds if name.startswith("ray ") else args.seeds):
                     continue
@@ -135,6 +133,22 @@ def main() -> None:
 
             peers_ray.stop_ray()
     summary(rows, walls)
+
+
+def merged(saved: list[dict]) -> tuple[dict[str, list[dict]], dict[str, float]]:
+    """Several runs' rows as one: a method's rows from each file (a seed run twice is refused), its
+    wall-clock time summed."""
+    rows: dict[str, list[dict]] = {}
+    walls: dict[str, float] = {}
+    for f in saved:
+        for name, v in f["rows"].items():
+            seen = {r["seed"] for r in rows.get(name, [])}
+            again = sorted(seen & {r["seed"] for r in v})
+            if again:
+                sys.exit(f"error: {name}: seeds {again} appear in two of the --summarize files")
+            rows.setdefault(name, []).extend(v)
+            walls[name] = walls.get(name, 0.0) + f["wall_s"].get(name, 0.0)
+    return rows, walls
 
 
 def summary(rows: dict[str, list[dict]], walls: dict[str, float]) -> None:
