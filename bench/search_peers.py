@@ -86,10 +86,34 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=surrogate.DATA)
     ap.add_argument("--out", type=Path, default=Path("/tmp/search_peers.json"))
     ap.add_argument("--progress", action="store_true", help="a line per search")
+    ap.add_argument("--tier", choices=("surrogate", "real"), default="surrogate", help="real: bench/peers_real.py")
+    ap.add_argument("--real-steps", type=int, default=16, help="the real tier: steps of a run (default 16)")
+    ap.add_argument("--real-runs", type=int, default=4, help="the real tier: the budget in runs (default 4)")
+    ap.add_argument("--concurrent", type=int, default=2, help="the real tier: searches at once (default 2)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/search_real"), help="the real tier's directories")
+    ap.add_argument("--rows", type=Path, help="the real tier: only print the figures of the row files under ROWS")
     ap.add_argument("--summarize", type=Path, nargs="+", help="only print the figures of earlier runs' --out files")
     args = ap.parse_args()
     if args.summarize:  # several files: their methods together (Ray Tune's run apart, or a run continued)
         summary(*merged([json.loads(p.read_text()) for p in args.summarize]))
+        return
+
+    if args.tier == "real":
+        import peers_real
+
+        if args.rows:  # searches already run, elsewhere (bench/search_real.sh on the device machine)
+            rows = peers_real.saved_rows(args.rows)
+            summary(rows, {k: sum(r["wall_s"] for r in v) for k, v in rows.items()})
+            return
+
+        tier = peers_real.Tier(steps=args.real_steps, budget_runs=args.real_runs)
+        print(f"real tier: the CPU default task, {tier.budget_runs} runs x {tier.steps} steps a search", flush=True)
+        start = time.monotonic()
+        rows = peers_real.run(tier, range(args.first_seed, args.seeds), args.work, args.concurrent)
+        walls = {k: sum(r["wall_s"] for r in v) for k, v in rows.items()}
+        args.out.write_text(json.dumps({"rows": rows, "wall_s": walls}))
+        print(f"({time.monotonic() - start:.0f} s in all)")
+        summary(rows, walls)
         return
 
     runs = surrogate.load(args.data)
