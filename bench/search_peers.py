@@ -2,6 +2,7 @@
 Tune's and Optuna's, side by side over many seeds, on a surrogate of the CPU default task (issue 47).
 
     .venv/bin/python bench/search_peers.py [--seeds 50] [--ray-seeds 50] [--budget-runs 16]
+    .venv/bin/python bench/search_peers.py --tier real [--seeds 10] [--concurrent 2]   # bench/peers_real.py
 
 The task: `trainer.lr` (log-uniform [3e-4, 1e-2]) x `algorithm.eps_clip` (uniform [0.05, 0.5]),
 24 training steps validated every 2, simulated by bench/surrogate.py (fitted to the real grid in
