@@ -152,6 +152,15 @@ def test_spec_rejects_long_temp_dir() -> None:
         RayClusterSpec(num_cpus=1, temp_dir=long_dir)
 
 
+def test_a_head_listens_for_dashboard_clients_on_the_host_its_spec_names_and_else_on_rays_default() -> None:
+    from rllm_sweeps.runtime.commands import head_command
+
+    ports, temp = RayPorts.from_base(20000), Path("/tmp/rr-x")
+    given = head_command(RayClusterSpec(num_cpus=1, dashboard_host="10.251.0.2"), ports, temp, node_ip="10.251.0.2")
+    assert "--dashboard-host=10.251.0.2" in given
+    assert not any(a.startswith("--dashboard-host") for a in head_command(RayClusterSpec(num_cpus=1), ports, temp))
+
+
 def test_slurm_node_resources() -> None:
     env = {"SLURM_CPUS_ON_NODE": "16", "SLURM_GPUS_ON_NODE": "4"}
     assert slurm_node_resources(env) == (16, 4)

@@ -1,7 +1,10 @@
 """`hydra/launcher=ray_cluster`: a sweep through Ray's Job Submission API, on a real local Ray
 cluster this module starts (a head with no CPUs and one worker with 4 CPUs and a resource of its
-own, both on this host: jobs can only run on the worker), through the project's own node machinery
-(runtime/nodes.py: each node stopped by its session, never `ray stop`).
+own: jobs can only run on the worker), through the project's own node machinery (runtime/nodes.py:
+each node stopped by its session, never `ray stop`). Each node runs in a network namespace of its
+own, on its own address of a private bridge that this process reaches through a veth of its own
+(tests/ray_network.py), as the local SLURM cluster's nodes do: the sweeper talks to the head over a
+network, as it would to another machine. Needs root and iproute2 (skipped without them, failed in CI).
 
 One 4-job sweep with parallel=2 through Ray, and the same plan as local processes, are run once per
 module and read by the checks below. About 2.5 minutes on a 2-core machine.
@@ -13,7 +16,6 @@ import contextlib
 import csv
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,12 +30,15 @@ import pytest
 pytest.importorskip("ray")
 
 from ray_auth_checks import files_holding  # noqa: E402
+from ray_network import Member, NodeInNetns, PrivateNetwork, require_network  # noqa: E402
 
+from rllm_sweeps.local_slurm.processes import proc_comm, proc_net_ns_inode  # noqa: E402
 from rllm_sweeps.records import attempts  # noqa: E402
 from rllm_sweeps.records.layout import SweepPaths  # noqa: E402
 from rllm_sweeps.records.result import JobResult  # noqa: E402
 from rllm_sweeps.runtime.auth import AUTH_VARS, RayAuth  # noqa: E402
-from rllm_sweeps.runtime.nodes import RayNode, client_env, start_head_node, start_worker_node  # noqa: E402
+from rllm_sweeps.runtime.gcs import NodeInfo, wait_for_nodes  # noqa: E402
+from rllm_sweeps.runtime.nodes import RayNode, client_env, start_node  # noqa: E402
 from rllm_sweeps.runtime.ray_env import this_process_env  # noqa: E402
 from rllm_sweeps.runtime.spec import RayClusterSpec  # noqa: E402
 
@@ -46,14 +51,20 @@ WORKER = "rllm_test_worker"  # the worker's own resource: where a job ran is rea
 QUICK = ["trainer.total_batches=1", "trainer.val_before_train=false", "trainer.test_freq=0", "task.dataset.val_size=8"]
 QUICK += ["data.train_batch_size=8", "rollout.n=4", "resources.mem_gb=2"]
 PLAN = ["trainer.lr=1e-3,2e-3,3e-3,4e-3", "hydra.sweeper.parallel=2", *QUICK]
+# A head with a dashboard on a machine shared with other test runs (load 20 on 2 cores): its nine
+# dashboard module processes import Ray at once, and one once took 29 s of Ray's 30 s to answer, so
+# Ray ended the node. Patience, not less work: what the head does is unchanged.
+PATIENT_HEAD_ENV = {"RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": "120"}
+PATIENT_HEAD_START_S = 180.0
 
 
 @dataclass(frozen=True)
 class Cluster:
-    dashboard: str  # http://127.0.0.1:PORT
+    dashboard: str  # http://HEAD:PORT, the head's address on the private network
     worker_node_id: str
-    head: RayNode
-    worker: RayNode
+    head: NodeInNetns
+    worker: NodeInNetns
+    network: PrivateNetwork
 
 
 def sweep_argv(sweep_dir: Path | str, *args: str) -> list[str]:
@@ -93,29 +104,54 @@ def wait_until_started(sweep_dir: Path, jobs: int, timeout: float = 180) -> None
         time.sleep(0.5)
 
 
-def start_cluster(auth: RayAuth | None, worker_cpus: int) -> tuple[RayNode, RayNode | None]:
-    """A head (no CPUs where a worker comes: jobs run on the worker) and, given CPUs, one worker;
-    both on this host's own address (a head on loopback is Ray's single-machine mode, which
-    refuses a second node)."""
-    import ray.util
-
-    ip = ray.util.get_node_ip_address() if worker_cpus else None
+def start_cluster(
+    network: PrivateNetwork, auth: RayAuth | None, worker_cpus: int
+) -> tuple[NodeInNetns, NodeInNetns | None]:
+    """A head (no CPUs where a worker comes: jobs run on the worker) and, given CPUs, one worker,
+    each in a namespace of its own on `network`; the head's dashboard listens on its address there."""
+    member = network.add("head")
+    cpus = 0 if worker_cpus else 2
     head_spec = RayClusterSpec(
-        num_cpus=0 if worker_cpus else 2, object_store_memory_mb=SMALL, include_dashboard=True, auth=auth
+        num_cpus=cpus,
+        object_store_memory_mb=SMALL,
+        include_dashboard=True,
+        dashboard_host=member.address,
+        auth=auth,
+        env=PATIENT_HEAD_ENV,
+        start_timeout_s=PATIENT_HEAD_START_S,
     )
-    with this_process_env(client_env(head_spec, ip, head=True), drop=AUTH_VARS):
-        head = start_head_node(head_spec, node_ip=ip)
+    with this_process_env(client_env(head_spec, member.address, head=True), drop=AUTH_VARS):
+        head = start_node(NodeInNetns(head_spec, member))
     if not worker_cpus:
         return head, None
     assert head.address is not None
-    worker_spec = RayClusterSpec(num_cpus=worker_cpus, object_store_memory_mb=SMALL, resources={WORKER: 1}, auth=auth)
     try:
-        with this_process_env(client_env(worker_spec, ip, head=False), drop=AUTH_VARS):
-            worker = start_worker_node(head.address, worker_spec, expect_nodes=2, node_ip=ip)
+        worker = start_worker(network, head.address, "worker", worker_cpus, {WORKER: 1}, auth=auth, expect_nodes=2)
     except BaseException:
         head.stop()
         raise
     return head, worker
+
+
+def start_worker(
+    network: PrivateNetwork,
+    head_address: str,
+    role: str,
+    cpus: int,
+    resources: dict[str, float],
+    *,
+    expect_nodes: int,
+    auth: RayAuth | None = None,
+) -> NodeInNetns:
+    """A worker in a new namespace of `network`, joined to the head at `head_address`."""
+    spec = RayClusterSpec(num_cpus=cpus, object_store_memory_mb=SMALL, resources=resources, auth=auth)
+    member = network.add(role)
+    with this_process_env(client_env(spec, member.address, head=False), drop=AUTH_VARS):
+        return start_node(NodeInNetns(spec, member, head_address=head_address), expect_nodes)
+
+
+def dashboard_url(head: NodeInNetns) -> str:
+    return f"http://{head.member.address}:{head.ports.dashboard}"
 
 
 def wait_for_dashboard(url: str, timeout: float = 90) -> None:
@@ -131,31 +167,35 @@ def wait_for_dashboard(url: str, timeout: float = 90) -> None:
             time.sleep(0.5)
 
 
+def alive_nodes(head_address: str) -> list[NodeInfo]:
+    """The cluster's live nodes as its GCS reports them (over the private network; no driver)."""
+    with this_process_env({}, drop=(*AUTH_VARS, "RAY_ADDRESS")):
+        return wait_for_nodes(head_address, 1)
+
+
 def node_id_with(head_address: str, resource: str) -> str:
     """The id of the live node that has `resource` (each test node has one of its own)."""
-    import ray
-
-    with this_process_env({}, drop=(*AUTH_VARS, "RAY_ADDRESS")):
-        ray.init(address=head_address, logging_level="ERROR")
-        try:
-            (node,) = [n for n in ray.nodes() if n["Alive"] and resource in n["Resources"]]
-        finally:
-            ray.shutdown()
-    return node["NodeID"]
+    (node,) = [n for n in alive_nodes(head_address) if resource in n.resources]
+    return node.node_id
 
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Cluster]:
-    head, worker = start_cluster(None, worker_cpus=4)
-    assert worker is not None
+    require_network()
+    network = PrivateNetwork()
     try:
-        url = f"http://127.0.0.1:{head.ports.dashboard}"
-        wait_for_dashboard(url)
-        assert head.address is not None
-        yield Cluster(url, node_id_with(head.address, WORKER), head, worker)
+        head, worker = start_cluster(network, None, worker_cpus=4)
+        assert worker is not None
+        try:
+            url = dashboard_url(head)
+            wait_for_dashboard(url)
+            assert head.address is not None
+            yield Cluster(url, node_id_with(head.address, WORKER), head, worker, network)
+        finally:
+            worker.stop()
+            head.stop()
     finally:
-        worker.stop()
-        head.stop()
+        network.close()
 
 
 @dataclass(frozen=True)
@@ -188,10 +228,36 @@ def ray_jobs(ray_cluster: Cluster) -> dict[str, object]:
     return {j.submission_id: j for j in JobSubmissionClient(ray_cluster.dashboard).list_jobs() if j.submission_id}
 
 
+def raylet_of(node: RayNode) -> int:
+    (pid,) = [p for p in node.pids() if proc_comm(p) == "raylet"]
+    return pid
+
+
+def test_the_clusters_nodes_each_run_in_a_network_namespace_of_their_own(ray_cluster: Cluster) -> None:
+    here = proc_net_ns_inode(os.getpid())
+    head, worker = ray_cluster.head, ray_cluster.worker
+    spaces = {proc_net_ns_inode(raylet_of(node)) for node in (head, worker)}
+    assert len(spaces) == 2 and here not in spaces and None not in spaces  # apart from us and each other
+    assert spaces == {os.stat(node.member.path).st_ino for node in (head, worker)}  # the namespaces made for them
+    # Every process of a node is in its namespace (nsenter exec'd `ray start`: the session is the node's).
+    for node in (head, worker):
+        assert {proc_net_ns_inode(p) for p in node.pids()} == {os.stat(node.member.path).st_ino}
+    # The GCS knows each node by its bridge address; the sweeper's URL is the head's.
+    assert head.address is not None
+    addresses = {n.node_id: n.address for n in alive_nodes(head.address)}
+    assert addresses[ray_cluster.worker_node_id] == worker.member.address
+    assert head.member.address in addresses.values() and head.address.startswith(f"{head.member.address}:")
+    assert ray_cluster.dashboard.startswith(f"http://{head.member.address}:")
+    assert {head.member.address, worker.member.address} <= set(map(str, ray_cluster.network.subnet.hosts()))
+    assert ray_cluster.network.address not in {head.member.address, worker.member.address}
+
+
 def test_a_sweep_on_a_ray_cluster_runs_every_job_as_a_ray_job_on_the_worker(
     ray_cluster: Cluster, sweeps: Sweeps
 ) -> None:
     listed = ray_jobs(ray_cluster)
+    assert ray_cluster.head.address is not None
+    addresses = {n.node_id: n.address for n in alive_nodes(ray_cluster.head.address)}
     dirs = job_dirs(sweeps.ray)
     assert len(dirs) == 4
     for job_dir in dirs:
@@ -201,6 +267,7 @@ def test_a_sweep_on_a_ray_cluster_runs_every_job_as_a_ray_job_on_the_worker(
         job = listed[submitted.scheduler_id]
         assert job.status.value == "SUCCEEDED" and job.driver_exit_code == 0
         assert job.driver_node_id == ray_cluster.worker_node_id  # placed by its entrypoint resources
+        assert addresses[job.driver_node_id] == ray_cluster.worker.member.address  # over the bridge
         assert job.metadata["rllm_sweeps_job_dir"] == str(job_dir)
 
 
@@ -245,12 +312,13 @@ def test_a_ray_cluster_launcher_without_an_address_is_refused_with_one_line(tmp_
     assert run.returncode == 2 and len(lines) == 1 and "hydra.launcher.address" in lines[0], run.stderr
 
 
-class NodeOnItsOwnDisk(RayNode):
-    """A Ray node whose processes see an empty file system of their own (a tmpfs, in a mount namespace)
-    at `own`, where this machine has a directory: a machine that does not mount the sweep's storage."""
+class NodeOnItsOwnDisk(NodeInNetns):
+    """A Ray node, in a network namespace of its own, whose processes see an empty file system of
+    their own (a tmpfs, in a mount namespace) at `own`, where this machine has a directory: a
+    machine that does not mount the sweep's storage."""
 
-    def __init__(self, spec: RayClusterSpec, own: Path) -> None:
-        super().__init__(spec)
+    def __init__(self, spec: RayClusterSpec, member: Member, own: Path) -> None:
+        super().__init__(spec, member)
         self.own = own
 
     def command(self) -> list[str]:
@@ -258,27 +326,38 @@ class NodeOnItsOwnDisk(RayNode):
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(self.own), *super().command()]
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="a mount namespace needs root")
 def test_a_dry_run_on_a_cluster_that_does_not_see_the_sweeps_storage_is_refused_in_one_line(tmp_path: Path) -> None:
+    require_network()  # root, and unshare for the mount namespace too
     storage = tmp_path / "storage"
     storage.mkdir()
-    spec = RayClusterSpec(num_cpus=1, object_store_memory_mb=SMALL, include_dashboard=True)
-    node = NodeOnItsOwnDisk(spec, own=storage)
+    network = PrivateNetwork()
     try:
-        with this_process_env(client_env(spec, None, head=True), drop=AUTH_VARS):
-            node.start()
-            node.wait_ready(1)
-        url = f"http://127.0.0.1:{node.ports.dashboard}"
-        wait_for_dashboard(url)
-        args = ["hydra/launcher=ray_cluster", f"hydra.launcher.address={url}", "trainer.lr=1e-3", *QUICK]
-        run = sweep((storage / "lr").as_uri(), *args, "hydra.sweeper.dry_run=true")
-        lines = run.stderr.strip().splitlines()
-        assert run.returncode == 2 and len(lines) == 1, run.stdout[-2000:] + run.stderr[-2000:]
-        assert lines[0].startswith(f"error: nothing was submitted: hydra.sweep.dir={storage / 'lr'}: ")
-        assert "a file the sweeper wrote there is not there for a job on the cluster" in lines[0]
-        assert list(storage.iterdir()) == []  # the probe's question removed; the dry run wrote nothing
+        member = network.add("disk")
+        spec = RayClusterSpec(
+            num_cpus=1,
+            object_store_memory_mb=SMALL,
+            include_dashboard=True,
+            dashboard_host=member.address,
+            env=PATIENT_HEAD_ENV,
+            start_timeout_s=PATIENT_HEAD_START_S,
+        )
+        node = NodeOnItsOwnDisk(spec, member, own=storage)
+        try:
+            with this_process_env(client_env(spec, member.address, head=True), drop=AUTH_VARS):
+                start_node(node)
+            url = dashboard_url(node)
+            wait_for_dashboard(url)
+            args = ["hydra/launcher=ray_cluster", f"hydra.launcher.address={url}", "trainer.lr=1e-3", *QUICK]
+            run = sweep((storage / "lr").as_uri(), *args, "hydra.sweeper.dry_run=true")
+            lines = run.stderr.strip().splitlines()
+            assert run.returncode == 2 and len(lines) == 1, run.stdout[-2000:] + run.stderr[-2000:]
+            assert lines[0].startswith(f"error: nothing was submitted: hydra.sweep.dir={storage / 'lr'}: ")
+            assert "a file the sweeper wrote there is not there for a job on the cluster" in lines[0]
+            assert list(storage.iterdir()) == []  # the probe's question removed; the dry run wrote nothing
+        finally:
+            node.stop()
     finally:
-        node.stop()
+        network.close()
 
 
 def test_a_ray_job_records_the_sweeps_job_output_in_its_job_log(sweeps: Sweeps) -> None:
@@ -345,11 +424,17 @@ def test_ctrl_c_stops_the_sweeps_ray_jobs_and_leaves_another_users_job_running(
 
 
 def test_a_token_cluster_refuses_a_sweep_without_the_token_in_one_line_and_runs_one_with_it(tmp_path: Path) -> None:
+    require_network()
     auth = RayAuth.fresh(tmp_path / "auth" / "token")
     token = auth.token_file.read_bytes().strip()
-    head, _ = start_cluster(auth, worker_cpus=0)  # a head alone, with CPUs for one job
+    network = PrivateNetwork()
     try:
-        url = f"http://127.0.0.1:{head.ports.dashboard}"
+        head, _ = start_cluster(network, auth, worker_cpus=0)  # a head alone, with CPUs for one job
+    except BaseException:
+        network.close()
+        raise
+    try:
+        url = dashboard_url(head)
         wait_for_dashboard(url)
         args = ["hydra/launcher=ray_cluster", f"hydra.launcher.address={url}", "trainer.lr=1e-3", *QUICK]
         refused = sweep(tmp_path / "without", *args)
@@ -366,6 +451,7 @@ def test_a_token_cluster_refuses_a_sweep_without_the_token_in_one_line_and_runs_
         assert files_holding(tmp_path / "with", token) == []
     finally:
         head.stop()
+        network.close()
 
 
 def test_a_jobs_resources_are_its_ray_jobs_entrypoint_resources() -> None:
@@ -401,14 +487,12 @@ def kill_node(node: RayNode) -> None:
 def test_a_job_whose_node_dies_is_resubmitted_and_resumes_from_its_checkpoint_on_another_node(
     ray_cluster: Cluster, tmp_path: Path
 ) -> None:
-    import ray.util
     from ray.job_submission import JobSubmissionClient
 
-    ip = ray.util.get_node_ip_address()
-    spare_spec = RayClusterSpec(num_cpus=4, object_store_memory_mb=SMALL, resources={"rllm_test_spare": 1})
     assert ray_cluster.head.address is not None
-    with this_process_env(client_env(spare_spec, ip, head=False), drop=AUTH_VARS):
-        spare = start_worker_node(ray_cluster.head.address, spare_spec, expect_nodes=3, node_ip=ip)
+    spare = start_worker(
+        ray_cluster.network, ray_cluster.head.address, "spare", 4, {"rllm_test_spare": 1}, expect_nodes=3
+    )
     sweeper = None
     try:
         nodes = {ray_cluster.worker_node_id: ray_cluster.worker}
@@ -434,6 +518,8 @@ def test_a_job_whose_node_dies_is_resubmitted_and_resumes_from_its_checkpoint_on
         assert first_again.scheduler_id == first.scheduler_id
         rerun = client.get_job_info(second.scheduler_id)
         assert rerun.status.value == "SUCCEEDED" and rerun.driver_node_id != lost  # elsewhere
+        addresses = {n.node_id: n.address for n in alive_nodes(ray_cluster.head.address)}
+        assert addresses[rerun.driver_node_id] == nodes[rerun.driver_node_id].member.address  # its bridge address
         # How Ray 2.57 reports it: FAILED, no exit code, its supervisor actor dead with its node (GCS's words).
         lost_job = client.get_job_info(first.scheduler_id)
         assert lost_job.status.value == "FAILED" and lost_job.driver_exit_code is None

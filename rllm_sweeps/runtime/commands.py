@@ -52,6 +52,8 @@ def head_command(
         f"--include-dashboard={'true' if spec.include_dashboard else 'false'}",
         "--disable-usage-stats",
     ]
+    if spec.dashboard_host is not None:
+        argv.append(f"--dashboard-host={spec.dashboard_host}")
     if block:
         argv.append("--block")
     return argv

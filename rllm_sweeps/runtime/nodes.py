@@ -288,17 +288,22 @@ class RayNode:
         self.leftovers = {p: s for p, s in left.items() if pid_alive(p, s)}
 
 
-def start_head_node(spec: RayClusterSpec, *, node_ip: str | None = None) -> RayNode:
-    """Start a head node we own and wait for it to answer (caller stops it)."""
-    node = RayNode(spec, node_ip=node_ip)
+def start_node(node: RayNode, n_nodes: int = 1) -> RayNode:
+    """Start ``node`` and wait until it answers and ``n_nodes`` nodes are alive; on any failure it
+    is stopped (its temp dir kept, with its log) before the error goes on."""
     try:
         node.start()
-        node.wait_ready(1)
+        node.wait_ready(n_nodes)
     except BaseException:
         with contextlib.suppress(Exception):
             node.stop(remove_temp_dir=False)
         raise
     return node
+
+
+def start_head_node(spec: RayClusterSpec, *, node_ip: str | None = None) -> RayNode:
+    """Start a head node we own and wait for it to answer (caller stops it)."""
+    return start_node(RayNode(spec, node_ip=node_ip))
 
 
 def start_worker_node(
@@ -311,12 +316,4 @@ def start_worker_node(
     """Start a worker node that joins the head at ``address`` and wait until
     it is registered (and, if ``expect_nodes`` is given, until that many nodes
     are alive)."""
-    node = RayNode(spec, head_address=address, node_ip=node_ip)
-    try:
-        node.start()
-        node.wait_ready(expect_nodes or 1)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            node.stop(remove_temp_dir=False)
-        raise
-    return node
+    return start_node(RayNode(spec, head_address=address, node_ip=node_ip), expect_nodes or 1)

@@ -27,8 +27,10 @@ class RayClusterSpec:
     fresh short directory under $RLLM_RAY_TMP or /tmp, removed after a clean
     stop.  port None means: allocate a free, locked port block; an explicit
     port P uses the block [P, P + block_size) and the caller guarantees it is
-    disjoint from every other cluster's.  auth: the token file every process of the node
-    reads (``RAY_AUTH_MODE=token``); None runs the node without authentication, which only
+    disjoint from every other cluster's.  dashboard_host: the address the head's
+    dashboard (and so the Job Submission API) listens on, for clients on other
+    machines.  auth: the token file every process of the node reads
+    (``RAY_AUTH_MODE=token``); None runs the node without authentication, which only
     tests of the node machinery do: a job's nodes always have one (``job_ray.py``).
     """
 
@@ -40,6 +42,7 @@ class RayClusterSpec:
     node_ip_address: str = "127.0.0.1"
     resources: Mapping[str, float] | None = None
     include_dashboard: bool = False
+    dashboard_host: str | None = None  # None: Ray's default, loopback
     block_size: int = DEFAULT_BLOCK_SIZE
     start_timeout_s: float = 60.0
     stop_grace_s: float = 15.0
