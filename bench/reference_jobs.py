@@ -1,5 +1,5 @@
 """The four reference jobs (default, KL, solver-judge, multi-turn), fingerprinted by what they recorded:
-the content of every record a job leaves (metrics.jsonl's rows, result.json, each checkpoint's
+the content of every record a job leaves (metrics.jsonl's rows, result.json, ray.json, each checkpoint's
 trainer_state.json), read through today's models (rllm_sweeps/records/; an older file through its
 migrations, as a new release reads an old sweep directory), every field's value except the envelope
 (`schema_version`), wall-clock timings and which code ran (versions, git revision); the SHA-256 of
@@ -33,7 +33,9 @@ from typing import Any
 from rllm_sweeps.records.layout import JobPaths
 from rllm_sweeps.records.metrics import read_metrics
 from rllm_sweeps.records.model import VERSION_FIELD, dump, read_record
+from rllm_sweeps.records.ray_cluster import RayClusterRecord
 from rllm_sweeps.records.result import JobResult
+from rllm_sweeps.runtime.job_ray import RAY_FILE
 from rllm_sweeps.training.checkpoints import TRAINER_STATE_FILE, TrainerState
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,8 +47,10 @@ JOBS: dict[str, list[str]] = {
     "solver_judge": ["workflow=solver_judge"],
     "multi_turn": ["workflow=multi_turn"],
 }
-# result.json's fields that say which code ran, not what it did: they differ between checkouts by design.
-PROVENANCE = ("versions", "git_revision")
+# result.json's fields that say which code ran (they differ between checkouts by design) and when
+# (clock times: `is_timing` knows durations by name, not these).
+RESULT_LEFT_OUT = ("versions", "git_revision", "started_at", "ended_at")
+RAY_LEFT_OUT = ("pids",)  # ray.json: the processes of this run (none where no Ray runs)
 FILE_TREES = ("checkpoints", "export")  # a job's directories of weights and their files
 
 
@@ -85,7 +89,8 @@ def records(job_dir: Path) -> dict[str, Any]:
     """Each record file of the job (path relative to it) -> its content through its model."""
     paths = JobPaths(job_dir)
     found: dict[str, Any] = {"metrics.jsonl": [content(row.model_dump()) for row in read_metrics(job_dir)]}
-    found[paths.result.name] = content(dump(read_record(JobResult, paths.result)), leave_out=PROVENANCE)
+    found[paths.result.name] = content(dump(read_record(JobResult, paths.result)), leave_out=RESULT_LEFT_OUT)
+    found[RAY_FILE] = content(dump(read_record(RayClusterRecord, job_dir / RAY_FILE)), leave_out=RAY_LEFT_OUT)
     for state in sorted(paths.checkpoints.rglob(TRAINER_STATE_FILE)):
         found[str(state.relative_to(job_dir))] = content(dump(read_record(TrainerState, state)))
     return found
