@@ -6,11 +6,14 @@ out_of_memory_fix says what to change, leaving out what is in effect), or traini
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rllm_sweeps.records.memory import MemoryFit
 from rllm_sweeps.records.status import FailureKind
 from rllm_sweeps.training.memory_fit import is_out_of_device_memory
+
+if TYPE_CHECKING:
+    from rllm_sweeps.engines.settings import EngineSettings
 
 
 def failure_kind(err: BaseException) -> FailureKind:
@@ -35,14 +38,9 @@ def failure_kind(err: BaseException) -> FailureKind:
     return FailureKind.INFRASTRUCTURE if isinstance(err, infrastructure) else FailureKind.USER
 
 
-def out_of_memory_fix(cfg: Any, fit: MemoryFit | None) -> str:
+def out_of_memory_fix(settings: EngineSettings, fit: MemoryFit | None) -> str:
     """What to change after an out-of-memory, leaving out what is already in effect (a micro batch
-    already retried down to 1, a GPU already the job's own). ``cfg``: the job's config (DictConfig)."""
-    from omegaconf import OmegaConf
-
-    def get(key: str) -> Any:
-        return OmegaConf.select(cfg, key, default=None)
-
+    already retried down to 1, a GPU already the job's own). ``settings``: the job's engine settings."""
     fixes = []
     for size, ended in (
         ("train_micro_batch_size", None if fit is None else fit.train_micro_batch_size),
@@ -50,11 +48,11 @@ def out_of_memory_fix(cfg: Any, fit: MemoryFit | None) -> str:
     ):
         if ended is None or ended > 1:
             fixes.append(f"lower skyrl.jax.{size}" + ("" if ended is None else f" (it was {ended})"))
-    if str(get("skyrl.engine")) == "jax" and not get("skyrl.jax.gradient_checkpointing"):
+    if settings.jax is not None and not settings.jax.gradient_checkpointing:  # skyrl.engine=jax
         fixes.append("set skyrl.jax.gradient_checkpointing=true")
-    if int(get("resources.jobs_per_gpu") or 1) > 1:
+    if settings.jobs_per_gpu > 1:
         fixes.append("give each job a GPU of its own (resources.jobs_per_gpu=1)")
-    rank, gpus = int(get("model.lora.rank") or 0), int(get("resources.gpus_per_node") or 0)
+    rank, gpus = settings.lora_rank, settings.gpus_per_node
     fixes.append("fewer tokens a sequence (data.max_prompt_length, data.max_response_length)")
     if rank > 1:
         fixes.append(f"a lower LoRA rank (model.lora.rank={rank // 2})")

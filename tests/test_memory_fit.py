@@ -179,16 +179,12 @@ def test_out_of_memory_at_micro_batch_one_is_the_jobs_failure_with_its_record():
     from rllm_sweeps.records.status import FailureKind
 
     assert failure_kind(raised.value) is FailureKind.OUT_OF_MEMORY
-    from omegaconf import OmegaConf
+    from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.job import JobConfig
 
-    cfg = OmegaConf.create(
-        {
-            "skyrl": {"engine": "jax", "jax": {"gradient_checkpointing": False}},
-            "resources": {"jobs_per_gpu": 1, "gpus_per_node": 1},
-            "model": {"lora": {"rank": 32}},
-        }
-    )
-    fix = out_of_memory_fix(cfg, raised.value.fit)
+    overrides = ["skyrl.jax.gradient_checkpointing=false", "resources.jobs_per_gpu=1", "model.lora.rank=32"]
+    job = JobConfig.of(load_config([*overrides, "resources.gpus_per_node=1"], notify=lambda _: None))
+    fix = out_of_memory_fix(job.engine_settings, raised.value.fit)
     assert "train_micro_batch_size" not in fix and "jobs_per_gpu" not in fix  # both already in effect
     assert "gradient_checkpointing=true" in fix and "model.lora.rank=16" in fix
 

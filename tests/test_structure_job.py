@@ -1,6 +1,7 @@
 """The job is a package over one typed config: `JobConfig.of` reads the composed tree once; every
-other stage takes typed inputs, and hands the tree on only whole (to the engine, which builds SkyRL's
-own config from it, and to what writes or logs it)."""
+other stage takes typed inputs (the engine its `EngineSettings`, the loop its `LoopSettings`), and
+hands the tree on only whole to what writes or logs it (the task and workflow groups, config.yaml,
+the trackers)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 JOB = REPO / "rllm_sweeps" / "job"
+ENGINES = REPO / "rllm_sweeps" / "engines"
+# The stages the job hands its engine settings to: each takes typed inputs, none `Any`.
+ENGINE_STAGES = {"node_resources", "build_backend", "_build", "out_of_memory_fix"}
 BUILDER = "config.py"  # JobConfig.of: the one reader of the tree
 RAW = {"DictConfig", "ListConfig", "OmegaConf"}  # the tree's types and its reader
 
@@ -82,3 +86,71 @@ def test_a_job_config_is_built_once_typed_and_frozen():
         job.tree.trainer.lr = 1.0
     cfg.trainer.lr = 1.0  # the caller's tree is its own
     assert job.loop.lr == job.tree.trainer.lr == 2e-5
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, str]]:
+    args = node.args
+    return [
+        (arg.arg, ast.unparse(arg.annotation) if arg.annotation is not None else "")
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+    ]
+
+
+def untyped_engine_inputs(source: str) -> list[str]:
+    """Where `source` has an engine take the raw config (a class's method with a parameter typed as the
+    tree) or an engine stage (ENGINE_STAGES) take a parameter typed `Any` or not typed at all."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            for method in node.body:
+                if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found += [
+                        f"{node.name}.{method.name}({name}: {text})"
+                        for name, text in _parameters(method)
+                        if any(raw in text for raw in RAW)
+                    ]
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in ENGINE_STAGES:
+            found += [
+                f"{node.name}({name}: {text or 'untyped'})"
+                for name, text in _parameters(node)
+                if name != "self" and (not text or "Any" in text)
+            ]
+    return found
+
+
+def test_no_engine_method_takes_the_composed_tree_and_its_stages_take_typed_inputs():
+    sources = [*sorted(ENGINES.glob("*.py")), REPO / "rllm_sweeps" / "failures.py"]
+    found = {path.name: uses for path in sources if (uses := untyped_engine_inputs(path.read_text()))}
+    assert found == {}, "read the value into EngineSettings (rllm_sweeps/engines/settings.py) in JobConfig.of"
+
+
+def test_the_engine_input_finder_finds_a_tree_parameter_and_an_untyped_stage():
+    source = (
+        "class MyEngine(Engine):\n"
+        "    def node_resources(self, cfg: DictConfig) -> tuple[int, int]: ...\n"
+        "    def _build(self, settings: EngineSettings, loop: Any, model_dir: Path) -> None: ...\n"
+        "    def helper(self, anything: Any, tree: 'ListConfig') -> None: ...\n"
+        "def out_of_memory_fix(settings, fit: MemoryFit | None) -> str: ...\n"
+    )
+    assert sorted(untyped_engine_inputs(source)) == sorted(
+        [
+            "MyEngine.node_resources(cfg: DictConfig)",
+            "MyEngine.helper(tree: 'ListConfig')",
+            "_build(loop: Any)",
+            "out_of_memory_fix(settings: untyped)",
+        ]
+    )
+
+
+def test_the_engine_settings_are_built_once_with_the_job_config():
+    from rllm_sweeps.config.load import load_config
+    from rllm_sweeps.job import JobConfig
+
+    cfg = load_config(["resources.cpus_per_task=3", "model.lora.rank=4"], notify=lambda _: None)
+    settings = JobConfig.of(cfg).engine_settings
+    assert (settings.engine, settings.cpus_per_task, settings.lora_rank, settings.nodes) == ("jax", 3, 4, 1)
+    assert settings.jax is not None and settings.skyrl_train is None
+    assert settings.jax.train_micro_batch_size == "auto"
+    assert settings.jax.skyrl_fields()["max_lora_rank"] == 4  # skyrl.jax.max_lora_rank follows model.lora.rank
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.nodes = 2  # type: ignore[misc]

@@ -88,6 +88,7 @@ def test_dry_run_prints_the_plan_with_the_parallel_the_run_would_use_and_launche
 def test_failing_jobs_are_recorded_out_of_memory_as_such_with_its_fix_the_others_complete_exit_nonzero(tmp_path):
     from rllm_sweeps.config.load import load_config
     from rllm_sweeps.failures import out_of_memory_fix
+    from rllm_sweeps.job import JobConfig
     from rllm_sweeps.records.status import OUT_OF_MEMORY_FIX, FailureKind
 
     rewards = "rllm_sweeps.tasks.toy:letters_reward,tests.probes.failing_reward:broken_reward"
@@ -106,7 +107,8 @@ def test_failing_jobs_are_recorded_out_of_memory_as_such_with_its_fix_the_others
     oom = failed[FailureKind.OUT_OF_MEMORY]
     # The job's own fix (failures.out_of_memory_fix: what its config can still change) ends its error;
     # the sweep's summary gives the general one.
-    job_fix = out_of_memory_fix(load_config(oom.overrides, notify=lambda _: None), oom.memory_fit)
+    job = JobConfig.of(load_config(oom.overrides, notify=lambda _: None))
+    job_fix = out_of_memory_fix(job.engine_settings, oom.memory_fit)
     assert "RESOURCE_EXHAUSTED" in oom.error
     assert oom.error.splitlines()[-1] == f"out of accelerator memory: {job_fix}"
     assert "lower skyrl.jax.train_micro_batch_size" in job_fix

@@ -8,7 +8,8 @@ with optional capabilities as methods with defaults):
   (skyrl_reference.py).
 
 Each says which keys it reads, what the loop must know of it (``traits``), whether it uses Ray and
-with what of the node, how its backend is built and whether it can run here. Which set settings an
+with what of the node, how its backend is built and whether it can run here; what it reads of a job's
+config it takes typed, as ``EngineSettings`` (settings.py), never the composed tree. Which set settings an
 engine cannot honour is judged at validation, in config (config/engine_settings.py), which sits below
 the engines; ``skyrl.engine``'s values are config's (config/engine_names.py).
 """

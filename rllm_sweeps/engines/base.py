@@ -14,17 +14,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rllm_sweeps.config.engine_settings import NOT_READ
-from rllm_sweeps.config.gpu_trainer_rules import node_gpus
 from rllm_sweeps.config.setting_effect import loop_native_keys
+from rllm_sweeps.engines.settings import EngineSettings
 from rllm_sweeps.keymap import BY_NATIVE
 from rllm_sweeps.native_keys import SKYRL_JAX_PREFIX, SKYRL_TRAIN_PREFIX
 from rllm_sweeps.records.memory import MemoryFit
 from rllm_sweeps.training.engine_traits import EngineTraits
+from rllm_sweeps.training.settings import LoopSettings
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 class EngineUnavailable(RuntimeError):
@@ -93,7 +95,7 @@ class Engine:
     def check_available(self) -> None:
         """Raises EngineUnavailable, before Ray or a model starts, when this machine cannot run it."""
 
-    def node_resources(self, cfg: DictConfig) -> tuple[int, int]:
+    def node_resources(self, settings: EngineSettings) -> tuple[int, int]:
         """(CPUs, GPUs) Ray may use: SLURM's allocation inside a SLURM job (Ray hangs when it
         assumes more CPUs than the allocation has), else the job's resources.* (the GPUs of SkyRL's
         vLLM engines too when they are not colocated: gpu_trainer_rules.node_gpus)."""
@@ -101,22 +103,30 @@ class Engine:
 
         if "SLURM_JOB_ID" in os.environ:
             return slurm_node_resources()
-        return int(cfg.resources.cpus_per_task), node_gpus(cfg)
+        return settings.cpus_per_task, settings.node_gpus
 
-    def build_backend(self, cfg: DictConfig, settings: Any, job_dir: Path, parallel_calls: int = 1) -> BuiltBackend:
-        """The SkyRL backend for `cfg` and the model's tokenizer, its own files in `job_dir`.
-        `parallel_calls`: the workflow's most model calls per episode at once (sampler batch size)."""
+    def build_backend(
+        self, settings: EngineSettings, loop: LoopSettings, job_dir: Path, parallel_calls: int = 1
+    ) -> BuiltBackend:
+        """The SkyRL backend for the job's settings and the model's tokenizer, its own files in
+        `job_dir`. `parallel_calls`: the workflow's most model calls per episode at once (sampler batch size)."""
         from transformers import AutoTokenizer
 
         from rllm_sweeps.cachedir import cache_dir
         from rllm_sweeps.models import resolve_model_path
 
-        model_dir = resolve_model_path(str(cfg.model.path), cache_dir())
+        model_dir = resolve_model_path(settings.model_path, cache_dir())
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-        return self._build(cfg, settings, model_dir, tokenizer, job_dir, parallel_calls)
+        return self._build(settings, loop, model_dir, tokenizer, job_dir, parallel_calls)
 
     def _build(
-        self, cfg: DictConfig, settings: Any, model_dir: Path, tokenizer: Any, job_dir: Path, parallel_calls: int
+        self,
+        settings: EngineSettings,
+        loop: LoopSettings,
+        model_dir: Path,
+        tokenizer: PreTrainedTokenizerBase,
+        job_dir: Path,
+        parallel_calls: int,
     ) -> BuiltBackend:
         raise NotImplementedError
 

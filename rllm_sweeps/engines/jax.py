@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from omegaconf import DictConfig, OmegaConf
+from pydantic import JsonValue
 
 from rllm_sweeps.config.engine_settings import jax_losses
 from rllm_sweeps.engines.base import BuiltBackend, Engine
+from rllm_sweeps.engines.settings import EngineSettings
 from rllm_sweeps.training.engine_traits import EngineTraits
+from rllm_sweeps.training.settings import LoopSettings
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 # skyrl.jax.*'s mesh: all 1 = the engine decides (data-parallel over what the job was given).
 MESH = ("fully_sharded_data_parallel_size", "expert_parallel_size", "tensor_parallel_size")
@@ -43,7 +48,13 @@ class JaxEngine(Engine):
         )
 
     def _build(
-        self, cfg: DictConfig, settings: Any, model_dir: Path, tokenizer: Any, job_dir: Path, parallel_calls: int
+        self,
+        settings: EngineSettings,
+        loop: LoopSettings,
+        model_dir: Path,
+        tokenizer: PreTrainedTokenizerBase,
+        job_dir: Path,
+        parallel_calls: int,
     ) -> BuiltBackend:
         from rllm_sweeps.cachedir import cache_dir
         from rllm_sweeps.engines.memory_sizes import fit_to_share
@@ -54,13 +65,14 @@ class JaxEngine(Engine):
         if os.environ.get(JAX_CACHE_ENV, "on") != "off":
             # Jobs of a machine share compiled programs: later jobs skip most of the JIT time.
             jax_cache = enable_jax_compilation_cache(cache_dir() / "jax")
-        jax_settings = OmegaConf.to_container(cfg.skyrl.jax, resolve=True)
-        asked = {k: jax_settings.pop(k) for k in (TRAIN_SIZE, SAMPLE_SIZE)}
-        self._place(cfg, jax_settings, jax_cache)
-        fitted = fit_to_share(cfg, asked, None if self.uses_ray else device_share_bytes())
+        assert settings.jax is not None  # JobConfig.of builds it for skyrl.engine=jax
+        jax_settings = settings.jax.skyrl_fields()
+        asked = {TRAIN_SIZE: settings.jax.train_micro_batch_size, SAMPLE_SIZE: settings.jax.sample_max_num_sequences}
+        self._place(settings, jax_settings, jax_cache)
+        fitted = fit_to_share(settings.memory_need, asked, None if self.uses_ray else device_share_bytes())
         # None (auto on the CPU, 0) is sized by make_jax_backend so every call keeps one shape.
         sizes = {TRAIN_SIZE: fitted.choice.micro_batch, SAMPLE_SIZE: fitted.choice.sample_sequences}
-        backend = make_jax_backend(model_dir, settings, **sizes, parallel_calls=parallel_calls, **jax_settings)
+        backend = make_jax_backend(model_dir, loop, **sizes, parallel_calls=parallel_calls, **jax_settings)
         memory_fit = fitted.record(backend.config)
         if not self.uses_ray:  # memory_retry.py's retries append to the job's record
             backend.memory_fit, backend.memory_need, backend.memory_share = memory_fit, fitted.need, fitted.share
@@ -73,7 +85,7 @@ class JaxEngine(Engine):
             memory_fit=memory_fit,
         )
 
-    def _place(self, cfg: DictConfig, jax_settings: dict[str, Any], jax_cache: Path | None) -> None:
+    def _place(self, settings: EngineSettings, jax_settings: dict[str, JsonValue], jax_cache: Path | None) -> None:
         """Sets the mesh (and, on Ray, the processes) in `jax_settings`."""
         if all(jax_settings[k] == 1 for k in MESH):
             import jax
@@ -93,12 +105,12 @@ class RayJaxEngine(JaxEngine):
 
     uses_ray: ClassVar[bool] = True
 
-    def _place(self, cfg: DictConfig, jax_settings: dict[str, Any], jax_cache: Path | None) -> None:
+    def _place(self, settings: EngineSettings, jax_settings: dict[str, JsonValue], jax_cache: Path | None) -> None:
         import ray
 
         from rllm_sweeps.training.jax_backend import with_jax_cache_env
 
-        jax_settings["num_processes"] = jax_settings["num_processes"] or int(cfg.resources.nodes)
+        jax_settings["num_processes"] = jax_settings["num_processes"] or settings.nodes
         jax_settings["ray_actor_options"] = jax_settings["ray_actor_options"] or {"num_cpus": 1}
         if jax_cache is not None and jax_settings["num_processes"] == 1:
             # One JAX process (a Ray actor) compiles into the machine's cache. Several do not use it: a

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
+from rllm_sweeps.engines.settings import AskedSize
 from rllm_sweeps.records.memory import GIB, MemoryFit, MemoryNeed
 from rllm_sweeps.training.memory_fit import SizeChoice, choose_sizes
 
@@ -32,15 +32,18 @@ class FittedSizes:
         )
 
 
-def fit_to_share(cfg: DictConfig, asked: dict[str, Any], share: int | None) -> FittedSizes:
+def fit_to_share(
+    memory_need: Callable[[], MemoryNeed | None], asked: dict[str, AskedSize], share: int | None
+) -> FittedSizes:
     """``asked``: skyrl.jax.train_micro_batch_size and sample_max_num_sequences as set (auto or a
-    number). A GPU job states its sizes once here; a CPU job prints nothing (its sizes are the defaults)."""
-    from rllm_sweeps.config.memory_need import asked_size, is_auto, job_memory_need
+    number); ``memory_need``: the job's estimate, asked for on a GPU only. A GPU job states its sizes
+    once here; a CPU job prints nothing (its sizes are the defaults)."""
+    from rllm_sweeps.config.memory_need import asked_size, is_auto
 
     def wanted(key: str) -> int | None:
         return None if is_auto(asked[key]) else asked_size(asked[key])
 
-    need = job_memory_need(OmegaConf.to_container(cfg, resolve=True)) if share is not None else None
+    need = memory_need() if share is not None else None
     choice = choose_sizes(need, wanted("train_micro_batch_size"), wanted("sample_max_num_sequences"), share)
     for line in choice.lines:
         print(line, flush=True)

@@ -33,19 +33,22 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import Any, ClassVar
-
-from omegaconf import DictConfig, OmegaConf
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rllm_sweeps.config.engine_names import REFERENCE_WORKER_ENGINES
 from rllm_sweeps.config.native import skyrl_own, skyrl_train_defaults
 from rllm_sweeps.config.setting_effect import ppo_loop_only
 from rllm_sweeps.engines.base import BuiltBackend, Engine, EngineUnavailable
+from rllm_sweeps.engines.settings import EngineSettings, SkyRLTrainTree
 from rllm_sweeps.keymap import KEY_MAPPINGS
 from rllm_sweeps.native_keys import SKYRL_TRAIN_PREFIX
 from rllm_sweeps.plain_tree import leaves
 from rllm_sweeps.records.layout import JOB_OWNED_PATHS, JobPaths
 from rllm_sweeps.training.engine_traits import EngineTraits
+from rllm_sweeps.training.settings import LoopSettings
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 # Where SkyRL's Tinker-mode backend reads its tree (read in skyrl/backends/ of SkyRL 0.4.0): the
 # trainer's workers take trainer.*, the vLLM servers generator.inference_engine.*. Whether a set
@@ -93,10 +96,16 @@ class SkyRLTrainEngine(Engine):
             )
 
     def _build(
-        self, cfg: DictConfig, settings: Any, model_dir: Path, tokenizer: Any, job_dir: Path, parallel_calls: int
+        self,
+        settings: EngineSettings,
+        loop: LoopSettings,
+        model_dir: Path,
+        tokenizer: PreTrainedTokenizerBase,
+        job_dir: Path,
+        parallel_calls: int,
     ) -> BuiltBackend:
-        train = OmegaConf.to_container(cfg.skyrl.train, resolve=True)
-        return BuiltBackend(make_skyrl_train_backend(self.strategy, train, model_dir, job_dir), tokenizer)
+        assert settings.skyrl_train is not None  # JobConfig.of builds it for skyrl.engine=fsdp|megatron
+        return BuiltBackend(skyrl_train_backend(self.strategy, settings.skyrl_train, model_dir, job_dir), tokenizer)
 
 
 def _cuda_available() -> bool:
@@ -117,14 +126,24 @@ def job_owned_paths(job_dir: str | os.PathLike) -> dict[str, str]:
 REFERENCE_PATH = "trainer.ref.model.path"  # relative to skyrl.train
 
 
-def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike) -> dict[str, Any]:
-    """The composed skyrl.train tree as SkyRL overrides, {dotted path: value}; the model paths
-    (those of model.path in the key map) -> model_dir, SkyRL's working paths -> job_dir's."""
+def tree_overrides(train: dict[str, Any]) -> dict[str, Any]:
+    """The composed skyrl.train tree as SkyRL overrides, {dotted path: value}, before the job's paths
+    (`with_job_paths`): each sub-config that differs from SkyRL's defaults, whole, those of SkyRL's
+    working paths too (the job's directory always differs from SkyRL's machine-wide defaults)."""
     defaults = dict(leaves(skyrl_train_defaults()))
-    tree = dict(leaves(skyrl_own(train))) | job_owned_paths(job_dir)
+    tree = dict(leaves(skyrl_own(train)))
     changed = {path.rpartition(".")[0] for path, value in tree.items() if defaults.get(path, value) != value}
     changed |= {path.rpartition(".")[0] for path in tree if path not in defaults}
-    overrides = {path: value for path, value in tree.items() if path.rpartition(".")[0] in changed}
+    changed |= {path.rpartition(".")[0] for path in JOB_OWNED_PATHS}
+    return {path: value for path, value in tree.items() if path.rpartition(".")[0] in changed}
+
+
+def with_job_paths(
+    overrides: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike
+) -> dict[str, Any]:
+    """`overrides` with the model paths (those of model.path in the key map) -> model_dir and SkyRL's
+    working paths -> job_dir's."""
+    overrides = overrides | job_owned_paths(job_dir)
     for mapping in KEY_MAPPINGS:
         if mapping.common == "model.path" and mapping.native.startswith(SKYRL_TRAIN_PREFIX):
             overrides[mapping.native.removeprefix(SKYRL_TRAIN_PREFIX)] = str(model_dir)
@@ -133,18 +152,22 @@ def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike, job_di
     return overrides
 
 
-def backend_overrides(
-    engine: str, train: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike
-) -> Any:
-    """SkyRL's FSDPBackendOverrides or MegatronBackendOverrides for this tree."""
+def native_overrides(train: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike) -> dict[str, Any]:
+    """The composed skyrl.train tree as SkyRL overrides, {dotted path: value}; the model paths
+    (those of model.path in the key map) -> model_dir, SkyRL's working paths -> job_dir's."""
+    return with_job_paths(tree_overrides(train), model_dir, job_dir)
+
+
+def backend_overrides(engine: str, overrides: dict[str, Any]) -> Any:
+    """SkyRL's FSDPBackendOverrides or MegatronBackendOverrides of these overrides."""
     from skyrl.backends.skyrl_train_backend import FSDPBackendOverrides, MegatronBackendOverrides
 
     cls = {"fsdp": FSDPBackendOverrides, "megatron": MegatronBackendOverrides}[engine]
-    return cls(**native_overrides(train, model_dir, job_dir))
+    return cls(**overrides)
 
 
-def make_skyrl_train_backend(
-    engine: str, train: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike
+def skyrl_train_backend(
+    engine: str, tree: SkyRLTrainTree, model_dir: str | os.PathLike, job_dir: str | os.PathLike
 ) -> Any:
     """``SkyRLTrainBackend(model_dir, overrides)`` for ``skyrl.engine=fsdp|megatron``, its working
     paths in ``job_dir``; on fsdp the subclass that also builds SkyRL's reference worker group."""
@@ -153,7 +176,15 @@ def make_skyrl_train_backend(
     else:
         from skyrl.backends.skyrl_train_backend import SkyRLTrainBackend as Backend
 
-    return Backend(str(model_dir), backend_overrides(engine, train, model_dir, job_dir))
+    overrides = with_job_paths(tree.overrides(), model_dir, job_dir)
+    return Backend(str(model_dir), backend_overrides(engine, overrides))
+
+
+def make_skyrl_train_backend(
+    engine: str, train: dict[str, Any], model_dir: str | os.PathLike, job_dir: str | os.PathLike
+) -> Any:
+    """skyrl_train_backend of a plain skyrl.train tree (what the engine's `SkyRLTrainTree` is made of)."""
+    return skyrl_train_backend(engine, SkyRLTrainTree(**tree_overrides(train)), model_dir, job_dir)
 
 
 def built_config(backend: Any, lora_rank: int, lora_alpha: float, seed: int = 0) -> Any:
@@ -174,4 +205,7 @@ __all__ = [
     "job_owned_paths",
     "make_skyrl_train_backend",
     "native_overrides",
+    "skyrl_train_backend",
+    "tree_overrides",
+    "with_job_paths",
 ]

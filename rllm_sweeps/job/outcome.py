@@ -43,7 +43,7 @@ def _record_error(result: JobResult, err: BaseException, job: JobConfig) -> None
     if isinstance(err, MemoryExhausted):  # its sizes and every retry at half size
         result.memory_fit = err.fit
     if result.failure_kind is FailureKind.OUT_OF_MEMORY:  # said plainly, with the fix, as the error's last line
-        result.error += f"\nout of accelerator memory: {out_of_memory_fix(job.tree, result.memory_fit)}"
+        result.error += f"\nout of accelerator memory: {out_of_memory_fix(job.engine_settings, result.memory_fit)}"
 
 
 def print_outcome(result: JobResult) -> None:

@@ -76,7 +76,7 @@ def job_ray(job: JobConfig, job_dir: Path) -> AbstractContextManager[JobRay]:
 
     nodes = NodeRole.of_this_process().nodes
     if job.engine.uses_ray or nodes > 1:
-        return job_ray_cluster(job_dir, *job.engine.node_resources(job.tree), nodes=nodes)
+        return job_ray_cluster(job_dir, *job.engine.node_resources(job.engine_settings), nodes=nodes)
     return no_ray(job_dir, job.engine.no_ray_reason)
 
 
@@ -84,7 +84,7 @@ def build_backend(job: JobConfig, job_dir: Path, cluster: JobRay, workflow: Work
     """The engine's SkyRL backend, on the job's Ray cluster where it has one."""
     if cluster.address is not None:
         print(f"ray cluster up at RAY_ADDRESS={cluster.address} ({cluster.node_count} nodes)", flush=True)
-    built = job.engine.build_backend(job.tree, job.loop, job_dir, workflow.settings.parallel_calls())
+    built = job.engine.build_backend(job.engine_settings, job.loop, job_dir, workflow.settings.parallel_calls())
     if built.placement_group is not None:  # the backend's processes, one per bundle
         cluster.update(process_nodes=cluster.placement_nodes(built.placement_group))
     return built
