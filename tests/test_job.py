@@ -250,8 +250,6 @@ def test_a_run_refused_on_a_completed_job_directory_changes_no_byte_there_and_th
 def test_two_commands_by_hand_both_run_each_in_its_own_directory_and_a_rerun_finds_its_own(tmp_path):
     # README's order: `train.py`, then `train.py trainer.lr=3e-3 ...`: no clash over one shared directory.
     short = ["trainer.total_batches=1", "trainer.val_before_train=false", "trainer.save_freq=0"]
-    # A small step and validation (32 samples, 8 prompts; the default: 256, 32): the directories are the point.
-    short += ["data.train_batch_size=8", "rollout.n=4", "task.dataset.val_size=8"]
 
     def by_hand(*overrides: str) -> subprocess.CompletedProcess:
         return subprocess.run(

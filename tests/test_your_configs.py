@@ -16,8 +16,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow  # starts train.py
-# One step: these tests read what a job ran with (config.yaml), never how it trained.
-QUICK = ["trainer.total_batches=1", "trainer.val_before_train=false", "trainer.test_freq=0", "task.dataset.val_size=8"]
+QUICK = ["trainer.total_batches=2", "trainer.val_before_train=false", "trainer.test_freq=0", "task.dataset.val_size=8"]
 QUICK += ["data.train_batch_size=8"]
 DRY = "hydra.sweeper.dry_run=true"
 
