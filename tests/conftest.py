@@ -4,7 +4,10 @@ The local SLURM cluster fixtures come from slurm_fixtures.py. Each worker has it
 cluster; the 2-node cluster is one shared machine, so its tests run one after another on one
 worker (an xdist group). The tests sharing an expensive module-scoped fixture (a SkyRL backend, a
 12-trial Optuna study) are a group too, so that it is built once, not once per worker. SLURM tests
-go first, since they wait on SLURM's timers more than they compute. Tests that assert a
+go first, since they wait on SLURM's timers more than they compute; within each part the `slow`
+tests (seconds to minutes each) go before the quick ones, so that the quick ones fill the workers'
+tail instead of a learning test started last stretching it (pytest-xdist hands out tests in this
+order, after its groups: docs/BENCHMARKS.md, "The suite's order"). Tests that assert a
 wall-clock time are marked `timed` and run alone after the parallel part (see the Makefile's
 `test`).
 """
@@ -26,6 +29,8 @@ SHARED_FIXTURE_GROUPS = {
     "finished_sweep": "kept-grid",  # finished_sweeps.py: a finished 2-job grid (records and export tests)
     "finished_optuna": "kept-optuna",  # tests/test_sweep_records_kept.py: a finished 2-trial study
     "ray_cluster": "ray-cluster",  # tests/test_ray_cluster_launcher.py: a Ray cluster and its 4-job sweeps, once
+    "installed": "installed-wheel",  # tests/test_installed_package.py: the wheel built, installed in a new venv
+    "whole_batch_update": "memory-fit",  # tests/test_memory_fit.py: a real engine compiled, one update
 }
 
 
@@ -54,7 +59,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if grouping and (group or shared):
             item.add_marker(pytest.mark.xdist_group(group or shared))
         (first if group is not None or item.get_closest_marker("slurm") else rest).append(item)
-    items[:] = first + rest
+    items[:] = sorted(first, key=is_quick) + sorted(rest, key=is_quick)  # stable: collection order within
+
+
+def is_quick(item: pytest.Item) -> bool:
+    """Not marked `slow` (which says: seconds or more): a quick test, one that can end the run."""
+    return item.get_closest_marker("slow") is None
 
 
 @pytest.hookimpl(trylast=True)  # after xdist has tagged each grouped test's id with its group

@@ -20,9 +20,10 @@ from rllm_sweeps.report import build_report
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
-STEPS = 6
+INTERVAL = 2  # a decision at step 2, then 2 more steps: what every assertion below needs, no more
+STEPS = 2 * INTERVAL
 # One trial at a time: each decides against the board of those before it, so the decisions (and
-# so the test) do not depend on which process reaches step 3 first. The decision itself never
+# so the test) do not depend on which process reaches step 2 first. The decision itself never
 # waits either way.
 PBT = [
     "trainer.val_before_train=false",
@@ -32,7 +33,7 @@ PBT = [
     "trainer.lr=tag(log,interval(1e-5,1e-2))",
     "sweep.method=pbt",
     "sweep.pbt.population=4",
-    "sweep.pbt.interval=3",
+    f"sweep.pbt.interval={INTERVAL}",
     f"trainer.total_batches={STEPS}",
     "hydra.sweeper.parallel=1",
     "sweep.confirm.top=2",  # then the 2 best trials' schedules again, with 2 fresh seeds each
@@ -56,9 +57,10 @@ def lineage_records(trials: dict, trial: int) -> list[dict]:
     return out
 
 
-def replay(job_dir, out) -> list[dict]:  # noqa: ANN001
+def replay(job_dir: Path, *more: str) -> None:
+    """`rllm-sweeps rerun` of a trial (`more`: its options; none: into the sweep's reruns/)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "rllm_sweeps.cli", "rerun", str(job_dir), "--out", str(out)],
+        [sys.executable, "-m", "rllm_sweeps.cli", "rerun", str(job_dir), *more],
         cwd=REPO,
         env=env(),
         capture_output=True,
@@ -66,7 +68,10 @@ def replay(job_dir, out) -> list[dict]:  # noqa: ANN001
         timeout=400,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    records = read_metrics(out)
+
+
+def train_and_val(job_dir: Path) -> list[dict]:
+    records = read_metrics(job_dir)
     return [r for kind in ("train", "val") for r in records if r["kind"] == kind]
 
 
@@ -90,13 +95,15 @@ def test_a_pbt_sweep_copies_checkpoints_its_schedules_replay_its_top_trials_are_
         records = read_metrics(trials[t])
         # The same job went on after the copy: its steps carry on, none lost, none repeated.
         assert [r["step"] for r in records if r["kind"] == "train"] == list(range(1, STEPS + 1))
-        assert [r["step"] for r in records if r["kind"] == "val"] == [3, 6]
+        assert [r["step"] for r in records if r["kind"] == "val"] == [INTERVAL, STEPS]
         ((start, parent),) = parents
-        assert start == parent.step == 3 and parent.trial != t
+        assert start == parent.step == INTERVAL and parent.trial != t
         lr = schedules[t].settings_at(start)["lr"]
-        assert [r["lr"] for r in records if r["kind"] == "train" and r["step"] > start] == pytest.approx([lr] * 3)
+        assert [r["lr"] for r in records if r["kind"] == "train" and r["step"] > start] == pytest.approx(
+            [lr] * (STEPS - INTERVAL)
+        )
         assert (
-            f"pbt: step 3: trial {t} continues from trial {parent.trial}'s checkpoint"
+            f"pbt: step {INTERVAL}: trial {t} continues from trial {parent.trial}'s checkpoint"
             in (trials[t] / "job.log").read_text()
         )
 
@@ -115,31 +122,26 @@ def test_a_pbt_sweep_copies_checkpoints_its_schedules_replay_its_top_trials_are_
     assert (stage.report / "report.md").is_file() and (stage.report / "jobs.csv").is_file()  # confirm/report/
 
     # The best trial's schedule, replayed from scratch as one job, gives its lineage's rewards step
-    # for step (and, should the best be a trial that never copied, one that did too).
+    # for step (and, should the best be a trial that never copied, one that did too). The best's
+    # replay is a rerun with its default output (issue 43): it lands in reruns/, and no trial's or
+    # confirmation job's records change (pbt.json, schedules, results); then the sweep's command again
+    # changes nothing either. (`rerun --out` is test_schedule_job.py's and test_sweep_records_kept.py's.)
+    skip = ("report", "reruns", "sweeper.lock", "manifest.json", "confirm/manifest.json", "confirm/report")
+    kept = files(sweep, skip=skip)
     finals = {t: results[d.name].final["val_reward_mean"] for t, d in trials.items()}
     best = max(finals, key=lambda t: (finals[t], -t))
     targets = [best] if best in copied else [best, min(copied)]
+    rerun_dir = SweepPaths(sweep).reruns / trials[best].name / "1"
     for t in targets:
-        replayed = replay(trials[t], tmp_path / f"replay-{t}")
-        assert len(replayed) == STEPS + 2  # every step, and the validations at 3 and 6
+        out = rerun_dir if t == best else tmp_path / f"replay-{t}"
+        replay(trials[t], *([] if t == best else ["--out", str(out)]))
+        replayed = train_and_val(out)
+        assert len(replayed) == STEPS + 2  # every step, and the validations at the interval and the end
 
         assert per_step(replayed) == per_step(lineage_records(trials, t))
         assert all("reward_mean" in r for r in replayed if r["kind"] == "train")
 
-    # A rerun with its default output, then the sweep's command again (issue 43): the rerun lands in
-    # reruns/, and no trial's or confirmation job's records change (pbt.json, schedules, results).
-    skip = ("report", "reruns", "sweeper.lock", "manifest.json", "confirm/manifest.json", "confirm/report")
-    kept = files(sweep, skip=skip)
-    rerun = subprocess.run(
-        [sys.executable, "-m", "rllm_sweeps.cli", "rerun", str(trials[best])],
-        cwd=REPO,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
-    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
-    assert JobResult.read(SweepPaths(sweep).reruns / trials[best].name / "1").status == "completed"
+    assert JobResult.read(rerun_dir).status == "completed"
     assert files(sweep, skip=skip) == kept
     again = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
