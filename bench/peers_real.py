@@ -109,8 +109,8 @@ def true_reward(work: Path, overrides: list[str], search_job: Path | None) -> li
             write_schedule(job_dir, schedule)
         cmd = [*train_py(), *overrides, f"trainer.seed={seed}", f"hydra.run.dir={job_dir}"]
         job_dir.mkdir(parents=True, exist_ok=True)
-        log = (job_dir.parent / f"true-{seed}.log").open("w")
-        procs.append(subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT))
+        with (job_dir.parent / f"true-{seed}.log").open("w") as log:  # the child keeps its own copy
+            procs.append(subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT))
     for proc in procs:
         proc.wait()
     return [final_value(work / f"true-{seed}") for seed in TRUE_SEEDS]
