@@ -2,7 +2,7 @@
 bench/peers_project.py) over a grid of interval x quantile x resample probability, each setting on
 the same seeds and budget as bench/search_peers.py; the true reward of its selection per setting.
 
-    .venv/bin/python bench/pbt_defaults.py [--seeds 100] [--budget-runs 16]
+    .venv/bin/python bench/pbt_defaults.py [--seeds 100] [--budget-runs 16] [--burn-in STEPS]
 
 Printed: one line per setting, mean true reward with its 95% interval and the mean number of copies,
 best first; then the current defaults' difference to the best setting, paired by seed.
@@ -38,6 +38,12 @@ def main() -> None:
     ap.add_argument("--budget-runs", type=int, default=16)
     ap.add_argument("--confirm", action="store_true", help="with the confirmation stage")
     ap.add_argument("--data", type=Path, default=surrogate.DATA)
+    ap.add_argument(
+        "--burn-in",
+        type=int,
+        help="sweep.pbt.burn_in for every setting (default: PBT's own, half a trial's steps; 0: the table "
+        "in docs/BENCHMARKS.md, measured before the burn-in existed)",
+    )
     args = ap.parse_args()
     s = surrogate.fit(surrogate.load(args.data))
     d = PbtSpec()
@@ -47,13 +53,18 @@ def main() -> None:
     for setting in itertools.product(INTERVALS, QUANTILES, RESAMPLES):
         i, q, r = setting
         opts = [f"sweep.pbt.interval={i}", f"sweep.pbt.quantile={q}", f"sweep.pbt.resample_probability={r}"]
+        opts += [f"sweep.pbt.burn_in={args.burn_in}"] if args.burn_in is not None else []
         outs = [
             peers_project.pbt(Sim(s, seed, args.budget_runs * s.steps), args.confirm, opts)
             for seed in range(args.seeds)
         ]
         rows[setting] = ([s.true_reward(o.schedule) for o in outs], statistics.fmean(o.notes["copies"] for o in outs))
     ranked = sorted(rows, key=lambda k: -statistics.fmean(rows[k][0]))
-    print(f"PBT on the surrogate, population {args.budget_runs}, {args.seeds} seeds, confirm={args.confirm}")
+    burn_in = "default" if args.burn_in is None else args.burn_in
+    print(
+        f"PBT on the surrogate, population {args.budget_runs}, {args.seeds} seeds, confirm={args.confirm}, "
+        f"burn-in {burn_in}"
+    )
     print("interval quantile resample: true reward [95% interval], copies per search")
     for k in ranked:
         mean, low, high = interval(rows[k][0])

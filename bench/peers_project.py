@@ -164,7 +164,7 @@ def pbt(sim: Sim, confirm: bool, options: list[str] | None = None) -> Outcome:
         states = [TrialState(i, t, score[i], dict(members[i])) for i in range(population)]
         snapshot = (list(q), [list(sc) for sc in schedules])
         for me in states:
-            d = decide(me, states, settings)
+            d = decide(me, states, settings, s.steps)
             if isinstance(d, Exploit):
                 i, src = me.trial, d.source_trial
                 members[i] = {k: d.settings[k] for k in (LR_KEY, CLIP_KEY)}

@@ -23,6 +23,7 @@ rerun of the bench takes a finished search's row from its `row.json`.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import statistics
 import subprocess
@@ -116,14 +117,15 @@ def true_reward(work: Path, overrides: list[str], search_job: Path | None) -> li
     return [final_value(work / f"true-{seed}") for seed in TRUE_SEEDS]
 
 
-def project_pbt(tier: Tier, work: Path, seed: int) -> dict[str, Any]:
-    """This project's PBT, as a user runs it; the selection: the best trial by final validation."""
+def project_pbt(tier: Tier, work: Path, seed: int, options: tuple[str, ...] = ()) -> dict[str, Any]:
+    """This project's PBT, as a user runs it (`options`: its `sweep.pbt.*` settings other than the
+    defaults); the selection: the best trial by final validation."""
     from rllm_sweeps.config.planned import job_overrides
     from rllm_sweeps.records.result import JobResult
 
     sweep_dir = work / "sweep"
     seeds = [f"sweep.seed={seed}", f"trainer.seed={seed}"]
-    cmd = [*train_py(), "-m", *tier.task, *tier.pbt, *seeds, f"hydra.sweep.dir={sweep_dir}"]
+    cmd = [*train_py(), "-m", *tier.task, *tier.pbt, *options, *seeds, f"hydra.sweep.dir={sweep_dir}"]
     run_checked(cmd, work / "sweep.log")
     trials = [(JobResult.read(p.parent), p.parent) for p in sorted(sweep_dir.glob("jobs/*/result.json"))]
     done = [(r, d) for r, d in trials if r is not None and r.status == "completed"]
@@ -212,27 +214,40 @@ def progress_of(job_dir: Path) -> tuple[int, list[tuple[int, float]]]:
     return steps, values
 
 
-METHODS: dict[str, Callable[[Tier, Path, int], dict[str, Any]]] = {
+Method = Callable[[Tier, Path, int], dict[str, Any]]
+METHODS: dict[str, Method] = {
     "pbt": project_pbt,
     "optuna tpe+median": optuna_tpe_median,
 }
 
 
-def run(tier: Tier, seeds: range, work: Path, concurrent: int, progress: bool = True) -> dict[str, list[dict]]:
-    """Every method on `seeds`, `concurrent` searches at a time; rows as search_peers keeps them."""
+def pbt_variant(options: list[str]) -> tuple[str, Method]:
+    """This project's PBT with `sweep.pbt.*` settings other than its defaults (`--pbt-options`), named
+    by them: "pbt interval=4 burn_in=8"."""
+    bad = [o for o in options if not o.startswith("sweep.pbt.")]
+    if bad:
+        raise SystemExit(f"error: --pbt-options takes sweep.pbt.KEY=VALUE settings; got {bad}")
+    name = " ".join(["pbt", *(o.removeprefix("sweep.pbt.") for o in options)])
+    return name, lambda tier, work, seed: project_pbt(tier, work, seed, tuple(options))
+
+
+def run(
+    tier: Tier, seeds: range, work: Path, concurrent: int, methods: dict[str, Method], progress: bool = True
+) -> dict[str, list[dict]]:
+    """Each of `methods` on `seeds`, `concurrent` searches at a time; rows as search_peers keeps them."""
     # Jobs start in their search's directory, outside the checkout: a job's working directory goes on its
     # PYTHONPATH, where an uninstalled checkout would shadow an installed package (bench/search_real.sh).
     work = work.resolve()
-    tasks = [(name, seed) for seed in seeds for name in METHODS]
+    tasks = [(name, seed) for seed in seeds for name in methods]
 
     def one(name: str, seed: int) -> tuple[str, dict]:
-        dest = work / f"{name.replace(' ', '_')}-{seed}"
+        dest = work / f"{re.sub(r'[^A-Za-z0-9.+-]', '_', name)}-{seed}"  # a path Hydra's overrides take
         saved = dest / "row.json"
         if saved.exists():
             return name, json.loads(saved.read_text())
         dest.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
-        out = METHODS[name](tier, dest, seed)
+        out = methods[name](tier, dest, seed)
         row = {"method": name, "seed": seed, "true": statistics.fmean(out["truth"]), **out}
         row["wall_s"] = time.monotonic() - start
         saved.write_text(json.dumps(row, indent=2))
@@ -244,7 +259,7 @@ def run(tier: Tier, seeds: range, work: Path, concurrent: int, progress: bool = 
             )
         return name, row
 
-    rows: dict[str, list[dict]] = {name: [] for name in METHODS}
+    rows: dict[str, list[dict]] = {name: [] for name in methods}
     with ThreadPoolExecutor(concurrent) as pool:
         for future in [pool.submit(one, name, seed) for name, seed in tasks]:
             try:
@@ -259,12 +274,13 @@ def run(tier: Tier, seeds: range, work: Path, concurrent: int, progress: bool = 
 
 
 def saved_rows(folder: Path) -> dict[str, list[dict]]:
-    """The rows of finished searches kept as files (`row.json`s, e.g. copied off another machine)."""
+    """The rows of finished searches kept as files (`row.json`s, e.g. copied off another machine), by
+    method (a PBT variant's name its settings)."""
     rows: dict[str, list[dict]] = {name: [] for name in METHODS}
     for f in sorted(folder.rglob("*.json")):
         row = json.loads(f.read_text())
-        if isinstance(row, dict) and row.get("method") in rows:
-            rows[row["method"]].append(row)
+        if isinstance(row, dict) and isinstance(row.get("method"), str) and "seed" in row:
+            rows.setdefault(row["method"], []).append(row)
     for v in rows.values():
         v.sort(key=lambda r: r["seed"])
     return rows

@@ -91,6 +91,13 @@ def main() -> None:
     ap.add_argument("--real-steps", type=int, default=16, help="the real tier: steps of a run (default 16)")
     ap.add_argument("--real-runs", type=int, default=4, help="the real tier: the budget in runs (default 4)")
     ap.add_argument("--concurrent", type=int, default=2, help="the real tier: searches at once (default 2)")
+    ap.add_argument(
+        "--pbt-options",
+        nargs="+",
+        action="append",
+        metavar="sweep.pbt.KEY=VALUE",
+        help="the real tier: a PBT variant, named by its settings (repeat the flag for several)",
+    )
     ap.add_argument("--work", type=Path, default=Path("/tmp/search_real"), help="the real tier's directories")
     ap.add_argument("--rows", type=Path, help="the real tier: only print the figures of the row files under ROWS")
     ap.add_argument("--summarize", type=Path, nargs="+", help="only print the figures of earlier runs' --out files")
@@ -110,7 +117,11 @@ def main() -> None:
         tier = peers_real.Tier(steps=args.real_steps, budget_runs=args.real_runs)
         print(f"real tier: the CPU default task, {tier.budget_runs} runs x {tier.steps} steps a search", flush=True)
         start = time.monotonic()
-        rows = peers_real.run(tier, range(args.first_seed, args.seeds), args.work, args.concurrent)
+        table = dict(peers_real.METHODS)
+        table.update(peers_real.pbt_variant(options) for options in args.pbt_options or [])
+        if args.only:
+            table = {k: v for k, v in table.items() if k in args.only}
+        rows = peers_real.run(tier, range(args.first_seed, args.seeds), args.work, args.concurrent, table)
         walls = {k: sum(r["wall_s"] for r in v) for k, v in rows.items()}
         args.out.write_text(json.dumps({"rows": rows, "wall_s": walls}))
         print(f"({time.monotonic() - start:.0f} s in all)")

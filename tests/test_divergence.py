@@ -49,6 +49,7 @@ def test_a_diverged_job_is_a_failure_of_its_own_kind_that_is_not_retried_and_its
 def test_a_diverged_pbt_trial_leaves_the_board_and_no_trial_exploits_it(tmp_path):
     board_dir = tmp_path / "board"
     settings = PbtSettings(population=4, interval=2, quantile=0.25)
+    total = 4  # the trials' steps: step 2 is past the default burn-in (half of them)
     trials = {k: tmp_path / f"trial{k}" for k in range(4)}
     for k, job_dir in trials.items():
         job_dir.mkdir()
@@ -57,12 +58,12 @@ def test_a_diverged_pbt_trial_leaves_the_board_and_no_trial_exploits_it(tmp_path
     for k, score in enumerate([0.9, 0.5, 0.4, 0.1]):
         board.report(TrialState(k, 2, score, {"trainer.lr": 1e-3}))
     worst = TrialState(3, 2, 0.1, {"trainer.lr": 1e-3})
-    assert decide(worst, board.states(), settings) == Exploit(0, 2, {"trainer.lr": 1e-3})  # the best so far
+    assert decide(worst, board.states(), settings, total) == Exploit(0, 2, {"trainer.lr": 1e-3})  # the best so far
     PbtMember.for_job(trials[0], None).withdraw(step=3)  # trial 0 diverges at step 3
     assert board.read(0) == TrialState(0, 3, None)
-    decision = decide(worst, board.states(), settings)
+    decision = decide(worst, board.states(), settings, total)
     assert isinstance(decision, Exploit) and decision.source_trial == 1  # the best of those still training
-    assert decide(TrialState(0, 4, None), board.states(), settings) == Continue()
+    assert decide(TrialState(0, 4, None), board.states(), settings, total) == Continue()
 
 
 def test_a_diverged_job_fails_its_optuna_trial_with_the_reason(tmp_path):

@@ -24,5 +24,5 @@ def test_a_trial_decides_against_the_board_without_waiting_for_stragglers(tmp_pa
     board.report(TrialState(2, 3, 0.5, {"lr": 2e-4}))  # a straggler, one interval behind
     me = TrialState(0, 6, 0.1, {"lr": 1e-4})
     board.report(me)
-    decision = decide(me, board.states(), PbtSettings(population=4, interval=3, quantile=0.34))
+    decision = decide(me, board.states(), PbtSettings(population=4, interval=3, quantile=0.34), total_steps=12)
     assert decision == Exploit(source_trial=1, source_step=6, settings={"lr": 3e-4})

@@ -20,6 +20,9 @@ from rllm_sweeps.pbt.decision import (
 from rllm_sweeps.sweep.param import Choice, Param
 from rllm_sweeps.sweep.pbt_settings import domain_of
 
+# The trials' steps: their decisions at step 3 come after the default burn-in (half of them).
+TOTAL = 6
+
 # The keys' sweep parameters, as the sweeper writes their domains down for the trials' jobs.
 LR = domain_of(
     Param(
@@ -61,29 +64,42 @@ def test_trials_without_a_score_are_left_out_of_the_ranking() -> None:
 
 def test_a_trial_with_no_score_yet_continues() -> None:
     states = _states(None, 0.9, 0.8, 0.7)
-    assert decide(states[0], states, PbtSettings(population=4, interval=3, quantile=0.25)) == Continue()
+    assert decide(states[0], states, PbtSettings(population=4, interval=3, quantile=0.25), TOTAL) == Continue()
 
 
 def test_a_tie_with_the_top_quantile_never_exploits() -> None:
     states = _states(0.5, 0.5, 0.5, 0.5)
     assert quantiles(states, 0.25).bottom == ()
-    assert all(decide(s, states, PbtSettings(population=4, interval=3, quantile=0.25)) == Continue() for s in states)
+    assert all(
+        decide(s, states, PbtSettings(population=4, interval=3, quantile=0.25), TOTAL) == Continue() for s in states
+    )
 
 
 def test_the_bottom_trial_exploits_a_top_one_and_the_others_continue() -> None:
     states = _states(0.1, 0.9, 0.5, 0.6)
     settings = PbtSettings(population=4, interval=3, quantile=0.5, mutations=(Mutation(LR, (0.8, 1.2), 0.25),))
-    decision = decide(states[0], states, settings)
+    decision = decide(states[0], states, settings, TOTAL)
     assert isinstance(decision, Exploit)
     assert decision.source_trial in (1, 3) and decision.source_step == 3
-    assert decide(states[1], states, settings) == Continue()
-    assert decide(states[3], states, settings) == Continue()
+    assert decide(states[1], states, settings, TOTAL) == Continue()
+    assert decide(states[3], states, settings, TOTAL) == Continue()
+
+
+def test_no_trial_exploits_before_the_burn_in_and_the_bottom_one_does_from_it() -> None:
+    # Each at its own step: the trials report during the burn-in (others rank them), none copies.
+    explicit = PbtSettings(population=4, interval=3, quantile=0.25, burn_in=6)
+    default = PbtSettings(population=4, interval=3, quantile=0.25)  # burn-in: half of the trial's steps
+    for settings, total in ((explicit, 30), (default, 12), (default, 13)):
+        for step, expected in ((3, Continue), (5, Continue), (6, Exploit), (9, Exploit)):
+            states = [TrialState(i, step, s, {"trainer.lr": 1e-4}) for i, s in enumerate((0.1, 0.9, 0.5, 0.6))]
+            assert isinstance(decide(states[0], states, settings, total), expected), (settings.burn_in, total, step)
+    assert default.first_exploit(20) == 10 and PbtSettings(4, 3, 0.25, burn_in=0).first_exploit(20) == 0
 
 
 def test_decisions_are_reproducible_and_depend_on_the_seed() -> None:
     states = _states(0.1, 0.9, 0.8, 0.2, 0.7, 0.6, 0.5, 0.4)
     mutations = (Mutation(LR, (0.8, 1.2), resample_probability=0.5),)
-    runs = [decide(states[0], states, PbtSettings(8, 3, 0.25, mutations, seed=s)) for s in (1, 1, 2, 3, 4)]
+    runs = [decide(states[0], states, PbtSettings(8, 3, 0.25, mutations, seed=s), TOTAL) for s in (1, 1, 2, 3, 4)]
     assert runs[0] == runs[1]
     assert len({(d.source_trial, d.settings["trainer.lr"]) for d in runs}) > 1
 

@@ -38,12 +38,12 @@ def test_a_sweep_file_sets_every_pbt_setting(tmp_path: Path) -> None:
         "parameters:\n"
         "  trainer.lr: {distribution: log_uniform_values, min: 1.0e-4, max: 1.0e-2}\n"
         "  algorithm.kl_beta: {values: [0.0, 0.01, 0.1]}\n"
-        "pbt: {population: 6, interval: 5, quantile: 0.5, factors: [0.5, 2], resample_probability: 0,"
+        "pbt: {population: 6, interval: 5, burn_in: 10, quantile: 0.5, factors: [0.5, 2], resample_probability: 0,"
         " mutate: [trainer.lr]}\n"
     )
     spec = parse_sweep([f"+sweep={path}"]).spec
     settings = pbt_settings(spec.pbt, spec.parameters, spec.seed)
-    assert (settings.population, settings.interval, settings.quantile) == (6, 5, 0.5)
+    assert (settings.population, settings.interval, settings.burn_in, settings.quantile) == (6, 5, 10, 0.5)
     (mutation,) = settings.mutations
     assert mutation.domain.key == "trainer.lr" and mutation.factors == (0.5, 2.0) and mutation.resample_probability == 0
     # A trial's first schedule: its drawn value of every swept key, by the loop's field name.
@@ -77,6 +77,7 @@ def test_bad_pbt_settings_are_all_refused_at_once_each_with_its_fix() -> None:
                 "sweep.pbt.factors=[]",
                 "sweep.pbt.mutate=[trainer.lrr]",
                 "sweep.pbt.intervall=3",
+                "sweep.pbt.burn_in=-1",
             ]
         )
     text = str(err.value)
@@ -86,6 +87,7 @@ def test_bad_pbt_settings_are_all_refused_at_once_each_with_its_fix() -> None:
         "pbt.factors is a non-empty list of positive numbers",
         "pbt.mutate names 'trainer.lrr', not a swept parameter; did you mean 'trainer.lr'?",
         "unknown pbt setting 'intervall'; did you mean 'interval'?",
+        "pbt.burn_in is a number of training steps >= 0 before the first decision; got -1",
         "rollout.n cannot change mid-run",
         "give rollout.n one value",
         "a PBT population shares one seed",
@@ -103,6 +105,9 @@ def test_the_plan_refuses_trials_that_would_never_reach_an_interval_or_skip_its_
     text = str(err.value)
     assert "trainer.save_freq=2 must divide pbt.interval=3" in text and "use trainer.save_freq=3" in text
     assert "trainer.total_batches=3 leaves no perturbation interval before the last step" in text
+    with pytest.raises(SweepError) as err:
+        plan_sweep([*PBT, "trainer.total_batches=6", "sweep.pbt.burn_in=4"], limit=2, validate=False)
+    assert "trainer.total_batches=6 ends before the first decision after pbt.burn_in=4 (at step 6" in str(err.value)
     plan = plan_sweep([*PBT, "trainer.total_batches=6"], limit=4, validate=False)
     assert len(plan.jobs) == 4 and len({j.params["trainer.lr"] for j in plan.jobs}) == 4
 

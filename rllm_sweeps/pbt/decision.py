@@ -71,6 +71,17 @@ class Mutation:
     resample_probability: float
 
 
+# PBT's default burn-in, a share of a trial's steps (the sweep's `pbt.burn_in` when unset). Chosen on
+# issue 47's real tier (docs/BENCHMARKS.md): an lr high enough to lead the first validations and
+# collapse later had been copied by the whole population when decisions began at the first interval.
+BURN_IN_SHARE = 0.5
+
+
+def burn_in_steps(burn_in: int | None, total_steps: int) -> int:
+    """A trial's burn-in in steps: `burn_in` as set, else BURN_IN_SHARE of its `total_steps`."""
+    return burn_in if burn_in is not None else int(total_steps * BURN_IN_SHARE)
+
+
 @record(frozen=True)
 class PbtSettings:
     population: int
@@ -78,6 +89,13 @@ class PbtSettings:
     quantile: float  # the bottom (top) fraction that exploits (is exploited)
     mutations: tuple[Mutation, ...] = ()
     seed: int = 0
+    # No exploit before this step; None: BURN_IN_SHARE of the trial's steps (a pbt.json written before
+    # burn_in existed has none: the sweeper rewrites it at a resume, with the sweep's setting)
+    burn_in: int | None = None
+
+    def first_exploit(self, total_steps: int) -> int:
+        """The first step a trial of `total_steps` steps may copy another at (before: it reports only)."""
+        return burn_in_steps(self.burn_in, total_steps)
 
 
 @record(frozen=True)
@@ -135,12 +153,13 @@ def quantiles(states: Sequence[TrialState], quantile: float) -> Quantiles:
     return Quantiles(tuple(s.trial for s in bottom), tuple(s.trial for s in top))
 
 
-def decide(me: TrialState, states: Sequence[TrialState], settings: PbtSettings) -> Decision:
-    """The decision of trial `me` at its interval, against the latest `states` (itself included).
+def decide(me: TrialState, states: Sequence[TrialState], settings: PbtSettings, total_steps: int) -> Decision:
+    """The decision of trial `me` (of `total_steps` steps) at its interval, against the latest `states`
+    (itself included).
 
     Reproducible: the randomness is seeded by (sweep seed, trial, step).
     """
-    if me.score is None:
+    if me.score is None or me.step < settings.first_exploit(total_steps):
         return Continue()
     latest = {s.trial: s for s in states}
     latest[me.trial] = me

@@ -72,7 +72,7 @@ class PbtMember:
         self.decided.add(step)
         me = TrialState(self.membership.trial, step, self.score(step), self.settings_at(trainer, step))
         self.board.report(me)  # after the checkpoint and its schedule: others may copy them now
-        decision = decide(me, self.board.states(), self.settings)
+        decision = decide(me, self.board.states(), self.settings, trainer.total_steps)
         if isinstance(decision, Exploit):
             self.exploit(trainer, decision, step)
 

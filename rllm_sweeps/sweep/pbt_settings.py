@@ -6,6 +6,7 @@
     pbt:
       population: 4             # trials, all running at once (the initial points drawn at random)
       interval: 3               # training steps between decisions
+      burn_in: 6                # no trial copies another before this step (they report)
       quantile: 0.25            # the bottom fraction copies the top fraction
       factors: [0.8, 1.2]       # a perturbation multiplies by one of them
       resample_probability: 0.25
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_sweeps.override_text import override_key
-from rllm_sweeps.pbt.decision import Domain, Mutation, PbtSettings
+from rllm_sweeps.pbt.decision import BURN_IN_SHARE, Domain, Mutation, PbtSettings, burn_in_steps
 from rllm_sweeps.pbt.mutable import mutable_keys, schedule_field
 from rllm_sweeps.problems import did_you_mean
 from rllm_sweeps.sweep.block_settings import block_settings, is_int
@@ -42,8 +43,11 @@ from rllm_sweeps.sweep.param import Param
 class PbtSpec:
     population: int = 4
     # Defaults chosen on bench/pbt_defaults.py's surrogate of the CPU task (issue 47; docs/BENCHMARKS.md):
-    # deciding at every other step and perturbing only (no resampling) selected best there.
+    # deciding at every other step and perturbing only (no resampling) selected best there; the burn-in
+    # on the real tier (bench/search_peers.py --tier real), where early decisions copied a lineage
+    # that collapsed late.
     interval: int = 2
+    burn_in: int | None = None  # None: pbt/decision.py's BURN_IN_SHARE of a trial's steps
     quantile: float = 0.25
     factors: tuple[float, ...] = (0.8, 1.2)
     resample_probability: float = 0.0
@@ -57,6 +61,10 @@ class PbtSpec:
             "factors": list(self.factors),
             "resample_probability": self.resample_probability,
         }
+        # The spec is the sweep's id (sweep_id): burn_in, added after sweeps ran without it, is in it only
+        # when set, so the same command of a sweep started before it keeps its id and resumes.
+        if self.burn_in is not None:
+            out["burn_in"] = self.burn_in
         if self.mutate is not None:
             out["mutate"] = list(self.mutate)
         return out
@@ -66,9 +74,10 @@ def defaults_text() -> str:
     """PbtSpec's defaults as docs/SWEEPS.md's settings table states them (a test holds the two together)."""
     d = PbtSpec()
     factors = ", ".join(f"{f:g}" for f in d.factors)
+    burn_in = f"{d.burn_in} steps" if d.burn_in is not None else f"{BURN_IN_SHARE:.0%} of a trial's steps"
     return (
-        f"population {d.population}, interval {d.interval}, quantile {d.quantile:g}, factors [{factors}], "
-        f"resample {d.resample_probability:g}"
+        f"population {d.population}, interval {d.interval}, burn-in {burn_in}, quantile {d.quantile:g}, "
+        f"factors [{factors}], resample {d.resample_probability:g}"
     )
 
 
@@ -96,6 +105,10 @@ def parse_pbt_settings(
     if not is_int(interval) or interval < 1:
         problem(at, f"pbt.interval is a number of training steps >= 1; got {interval!r}")
         interval = d.interval
+    burn_in, at = get("burn_in", d.burn_in)
+    if burn_in is not None and (not is_int(burn_in) or burn_in < 0):
+        problem(at, f"pbt.burn_in is a number of training steps >= 0 before the first decision; got {burn_in!r}")
+        burn_in = d.burn_in
     quantile, at = get("quantile", d.quantile)
     if not _is_number(quantile) or not 0 < quantile <= 0.5:
         problem(at, f"pbt.quantile is a fraction of the population in (0, 0.5]; got {quantile!r}")
@@ -137,7 +150,13 @@ def parse_pbt_settings(
                 f"other's checkpoints; PBT sweeps {', '.join(mutable_keys())}: give {p.key} one value",
             )
     return PbtSpec(
-        int(population), int(interval), float(quantile), tuple(float(f) for f in factors), float(resample), mutate
+        int(population),
+        int(interval),
+        None if burn_in is None else int(burn_in),
+        float(quantile),
+        tuple(float(f) for f in factors),
+        float(resample),
+        mutate,
     )
 
 
@@ -147,7 +166,7 @@ def pbt_settings(spec: PbtSpec, params: Iterable[Param], seed: int) -> PbtSettin
     swept = [p for p in params if p.is_swept]
     keys = set(spec.mutate) if spec.mutate is not None else {p.key for p in swept}
     mutations = tuple(Mutation(domain_of(p), spec.factors, spec.resample_probability) for p in swept if p.key in keys)
-    return PbtSettings(spec.population, spec.interval, spec.quantile, mutations, seed)
+    return PbtSettings(spec.population, spec.interval, spec.quantile, mutations, seed, spec.burn_in)
 
 
 def domain_of(param: Param) -> Domain:
@@ -184,7 +203,19 @@ def pbt_job_issues(spec: PbtSpec, plain: Mapping[str, Any]) -> list[str]:
             f"trainer.total_batches={total} leaves no perturbation interval before the last step "
             f"(pbt.interval={spec.interval}): train longer or lower the interval"
         )
+    elif is_int(total) and (first := first_decision(spec, total)) >= total:
+        out.append(
+            f"trainer.total_batches={total} ends before the first decision after pbt.burn_in={spec.burn_in} "
+            f"(at step {first}, a multiple of pbt.interval={spec.interval}): no trial would ever copy another; "
+            "lower pbt.burn_in or train longer"
+        )
     return out
+
+
+def first_decision(spec: PbtSpec, total_steps: int) -> int:
+    """The first step a trial of `total_steps` may copy another at: a multiple of the interval, not
+    before the burn-in."""
+    return max(1, math.ceil(burn_in_steps(spec.burn_in, total_steps) / spec.interval)) * spec.interval
 
 
 def _is_number(value: Any) -> bool:

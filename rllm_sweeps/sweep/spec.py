@@ -94,7 +94,7 @@ class SweepSpec:
     # method optuna: sampler, pruner, storage, study name (its own lines in --help: app.py)
     optuna: OptunaSettings | None = setting(None, "method optuna: .sampler .pruner (docs/OPTUNA.md)")
     pbt: PbtSpec | None = setting(
-        None, ".population=N .interval=STEPS (.quantile .factors .resample_probability .mutate): method pbt"
+        None, ".population=N .interval=STEPS (.burn_in .quantile .factors .resample_probability .mutate): method pbt"
     )
     confirm: ConfirmSpec | None = setting(
         None, ".top=K .seeds=N: after the search, its K best points again with N fresh seeds"
