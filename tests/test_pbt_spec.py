@@ -98,6 +98,7 @@ def test_bad_pbt_settings_are_all_refused_at_once_each_with_its_fix() -> None:
 
 @pytest.mark.slow
 def test_the_plan_refuses_trials_that_would_never_reach_an_interval_or_skip_its_checkpoint() -> None:
+    from rllm_sweeps.sweep.plan import render_plan
     from rllm_sweeps.sweep.planner import plan_sweep
 
     with pytest.raises(SweepError) as err:
@@ -110,6 +111,9 @@ def test_the_plan_refuses_trials_that_would_never_reach_an_interval_or_skip_its_
     assert "trainer.total_batches=6 ends before the first decision after pbt.burn_in=4 (at step 6" in str(err.value)
     plan = plan_sweep([*PBT, "trainer.total_batches=6"], limit=4, validate=False)
     assert len(plan.jobs) == 4 and len({j.params["trainer.lr"] for j in plan.jobs}) == 4
+    assert "every 3 steps from its burn-in (50% of its steps) the bottom 0.25 copies" in render_plan(plan)
+    burnt = plan_sweep([*PBT, "trainer.total_batches=12", "sweep.pbt.burn_in=6"], limit=4, validate=False)
+    assert "every 3 steps from its burn-in (step 6) the bottom" in render_plan(burnt)
 
 
 def test_the_docs_state_pbt_defaults_as_pbt_spec_defines_them() -> None:

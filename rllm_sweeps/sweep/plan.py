@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rllm_sweeps.pbt.decision import BURN_IN_SHARE
 from rllm_sweeps.records.layout import PLAN_FILE
 from rllm_sweeps.records.model import dump, load
 from rllm_sweeps.records.plan import PlannedJob, PlanRecord, Totals
@@ -123,9 +124,11 @@ def render_plan(
         lines.append(f"Sampled with Optuna's RandomSampler(seed={spec.seed}): {t.candidates:,} draws")
     elif spec.pbt is not None:
         p = spec.pbt
+        burn_in = f"step {p.burn_in}" if p.burn_in is not None else f"{BURN_IN_SHARE:.0%} of its steps"
         lines.append(
             f"PBT: a population of {p.population} (first points drawn with Optuna's RandomSampler(seed={spec.seed})); "
-            f"every {p.interval} steps the bottom {p.quantile:g} copies a top trial's checkpoint and perturbs"
+            f"every {p.interval} steps from its burn-in ({burn_in}) the bottom {p.quantile:g} copies a top "
+            "trial's checkpoint and perturbs"
         )
     elif spec.optuna is not None:
         o = spec.optuna
