@@ -2,7 +2,7 @@
 bench/peers_project.py) with a few burn-in, interval and resample settings, at a small and a large
 population (budget in runs), each against no burn-in, paired by seed.
 
-    .venv/bin/python bench/pbt_burn_in.py [--seeds 200]     # about 35 s here
+    .venv/bin/python bench/pbt_burn_in.py [--seeds 200]     # about 30 s here
 
 Printed: per budget and setting, the mean true reward of the selection with its 95% interval, the
 paired difference to no burn-in (interval 2, the defaults otherwise) and the copies per search.
