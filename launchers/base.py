@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rllm_sweeps.records.resources import Resources
 from rllm_sweeps.records.status import FailureKind
+from rllm_sweeps.records.store import StoreSync
 
 
 class JobState(enum.Enum):
@@ -83,6 +84,15 @@ class Launcher[Handle](abc.ABC):
         cluster's nodes do not see it), with what to do; None by default (local processes see it,
         a SLURM cluster's nodes share the login node's file systems)."""
         return None
+
+    def use_store(self, store: StoreSync) -> str | None:
+        """Keep the sweep's records on the object store `store`, the sweeper working in its mirror
+        (records/store.py): None where the launcher's jobs can, else why not, with what to do. By
+        default they cannot: local and SLURM jobs write their records at a path."""
+        return (
+            f"hydra.sweep.dir={store.uri}: the {self.name} launcher's jobs write their records at a path; give a "
+            "path (or mount the store), or run on a Ray cluster: hydra/launcher=ray_cluster (docs/RAY.md)"
+        )
 
     def flags(self, resources: Resources) -> list[str]:
         """What the scheduler is asked for a job of these resources.* (SLURM: its sbatch flags), for

@@ -4,9 +4,11 @@
 Each planned job is one Ray job: its entrypoint is the job's own command (`python -m rllm_sweeps
 OVERRIDES`, app_command.py), wrapped by launchers/ray_task.py for its attempt records; its entrypoint resources are
 its resources.* (CPUs, GPUs, memory), so Ray places it on a node that has them. The job writes its
-records into its job directory, which must be on storage the cluster's nodes see at the same path
-(a shared file system; hydra.sweep.dir a path or a pyarrow.fs file:// URI, sweep/storage.py); the dry
-run and the run check that with one probe job first (launchers/ray_storage_probe.py).
+records into its job directory: on storage the cluster's nodes see at the same path (a shared file
+system; hydra.sweep.dir a path or a pyarrow.fs file:// URI, sweep/storage.py), or on an object store
+(an s3:// or other pyarrow.fs URI), through a staging directory on its node that it syncs with the
+store while the sweeper syncs its mirror (records/store.py). The dry run and the run check that the
+cluster reaches the storage with one probe job first (launchers/ray_storage_probe.py).
 
 The submission id is chosen here and recorded in attempts.jsonl *before* Ray is asked, so a sweeper
 killed at any moment and rerun finds every Ray job it may have submitted (`reattach`) and submits
@@ -15,6 +17,7 @@ no duplicate. Ray's token authentication: launchers/ray_auth.py.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
 import time
@@ -27,9 +30,12 @@ from launchers import ray_storage_probe
 from launchers.base import JobState, Launcher, LaunchRequest, PollStatus
 from launchers.ray_auth import auth_refusal, unauthenticated_warning
 from launchers.ray_cluster_settings import RayClusterSettings
+from launchers.ray_task import NOT_SENT
+from rllm_sweeps.problems import first_line
 from rllm_sweeps.records import attempts
 from rllm_sweeps.records.attempt_events import Submitted
 from rllm_sweeps.records.resources import Resources
+from rllm_sweeps.records.store import CHECKPOINTS, STORE_TRIES, StoreSync, child_uri, patiently
 
 if TYPE_CHECKING:  # ray is imported lazily: a sweep on SLURM needs none of it
     from ray.job_submission import JobDetails
@@ -37,10 +43,11 @@ if TYPE_CHECKING:  # ray is imported lazily: a sweep on SLURM needs none of it
 STOP_WAIT_S = 60  # for a stopped job's training process to reach a step boundary and save
 
 
-@dataclass(frozen=True)
+@dataclass
 class RayJobHandle:
     submission_id: str  # Ray's job id, as the sweep chose and recorded it
     job_dir: Path
+    pulled: float = 0.0  # when its records were last fetched from the object store (time.monotonic)
 
 
 def submission_id(request: LaunchRequest) -> str:
@@ -49,10 +56,11 @@ def submission_id(request: LaunchRequest) -> str:
     return f"{attempts.RAY_ID_PREFIX}{sweep}-{request.job_dir.name}-g{request.generation}-{uuid.uuid4().hex[:8]}"
 
 
-def entrypoint(request: LaunchRequest, sid: str) -> str:
-    """The job's own command, inside its attempt-recording wrapper, as one shell line."""
+def entrypoint(request: LaunchRequest, sid: str, store: list[str] | None = None) -> str:
+    """The job's own command, inside its attempt-recording wrapper (`store`: its options for a job
+    directory on an object store), as one shell line."""
     wrapper = [sys.executable, "-m", "launchers.ray_task", str(request.job_dir), str(request.generation), sid]
-    return shlex.join([*wrapper, "--", *request.argv])
+    return shlex.join([*wrapper, *(store or []), "--", *request.argv])
 
 
 def entrypoint_resources(resources: Resources) -> dict[str, float | int]:
@@ -84,6 +92,7 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         self._client = None
         self._states: dict[str, JobDetails] = {}  # submission id -> what the job API said last
         self._last_poll = 0.0
+        self.store: StoreSync | None = None  # the sweep's object store, where it is on one
 
     def client(self):  # noqa: ANN201 (ray is imported lazily: a sweep on SLURM needs none of it)
         if self._client is None:
@@ -101,7 +110,7 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         try:
             self.client()
         except Exception as err:  # noqa: BLE001 (Ray raises ConnectionError, RuntimeError, requests' errors)
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            first = first_line(err)
             return f"the Ray cluster at {self.address} does not answer: {first} (docs/RAY.md)"
         return None
 
@@ -117,13 +126,23 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
     def flags(self, resources: Resources) -> list[str]:
         return [f"{k}={v}" for k, v in entrypoint_resources(resources).items()]
 
+    def use_store(self, store: StoreSync) -> str | None:
+        """A job stages its directory on its node and syncs it with the store (launchers/ray_task.py)."""
+        self.store = store
+        return None
+
     def storage_problem(self, sweep_dir: Path) -> str | None:
         """One probe job: does a job on the cluster see, and may it write, the storage the sweep's
-        records go to? Asked through pyarrow.fs in the nearest directory of the sweep's that exists
-        (a dry run creates no directory; the probe's two files are removed): launchers/ray_storage_probe.py."""
-        target = next(p for p in [sweep_dir, *sweep_dir.parents] if p.exists())
+        records go to? Asked through pyarrow.fs in the sweep's object store, or the nearest directory
+        of the sweep's that exists (a dry run creates no directory; the probe's two files are
+        removed): launchers/ray_storage_probe.py."""
+        if self.store is not None:
+            target_uri, fix = self.store.uri, "give the cluster's nodes the store's address and credentials"
+        else:
+            target_uri = next(p for p in [sweep_dir, *sweep_dir.parents] if p.exists()).as_uri()
+            fix = "put it on storage the cluster's nodes mount at the same path"
         client = self.client()
-        with ray_storage_probe.question(target.as_uri()) as asked:
+        with ray_storage_probe.question(target_uri) as asked:
             sid = f"rllm-probe-{uuid.uuid4().hex[:8]}"
             line = shlex.join([sys.executable, "-m", "launchers.ray_storage_probe", asked.uri])
             client.submit_job(entrypoint=line, submission_id=sid, runtime_env=self.runtime_env({}))
@@ -137,10 +156,10 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
             if info.status.value == "SUCCEEDED" and asked.answered():
                 return None
             why = self.probe_failure(info)
+        given = self.store.uri if self.store is not None else sweep_dir
         return (
-            f"hydra.sweep.dir={sweep_dir}: the Ray cluster at {self.address} does not reach the sweep directory's "
-            f"storage ({target.as_uri()}; probe job {sid}): {why}; put it on storage the cluster's nodes mount at "
-            "the same path (docs/RAY.md)"
+            f"hydra.sweep.dir={given}: the Ray cluster at {self.address} does not reach the sweep directory's "
+            f"storage ({target_uri}; probe job {sid}): {why}; {fix} (docs/RAY.md)"
         )
 
     def probe_failure(self, info: JobDetails) -> str:
@@ -169,8 +188,15 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         # Recorded before Ray is asked: a sweeper killed in between finds it on reattach.
         event = Submitted(time=time.time(), scheduler_id=sid, generation=request.generation, ray_address=self.address)
         attempts.append_event(request.job_dir, event)
+        store_options = None
+        if self.store is not None:  # the job starts from the store: everything the sweeper wrote goes first
+            relative = self.relative(request.job_dir)
+            store = self.store
+            patiently(lambda: store.push(relative), f"send {relative} to {store.uri}", tries=STORE_TRIES)
+            every = f"{self.settings.sync_interval_s:g}"
+            store_options = ["--store", child_uri(self.store.uri, relative), "--sync-every", every]
         self.client().submit_job(
-            entrypoint=entrypoint(request, sid),
+            entrypoint=entrypoint(request, sid, store_options),
             submission_id=sid,
             runtime_env=self.runtime_env(request.env),
             metadata={"rllm_sweeps_job_dir": str(request.job_dir)},
@@ -188,6 +214,25 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
             if info.submission_id:
                 self._states[info.submission_id] = info
 
+    def relative(self, job_dir: Path) -> str:
+        """A job directory's path in the sweep's object store (relative to the mirror's root)."""
+        assert self.store is not None
+        return job_dir.relative_to(self.store.local).as_posix()
+
+    def pull(self, handle: RayJobHandle, *, ended: bool) -> None:
+        """A job's records from the object store into the mirror (never its checkpoints): while it runs
+        at most every sync_interval_s, and once more when it has ended."""
+        if self.store is None or not (ended or time.monotonic() - handle.pulled >= self.settings.sync_interval_s):
+            return
+        handle.pulled = time.monotonic()
+        store, relative = self.store, self.relative(handle.job_dir)
+        what = f"fetch {relative}'s records from {store.uri}"
+        # A store that does not answer now: a running job's records are fetched next time; an ended one's
+        # are tried again before the sweeper reads them (and finds what it has, where it still cannot).
+        records = frozenset({CHECKPOINTS})
+        with contextlib.suppress(OSError):
+            patiently(lambda: store.pull(relative, skip=records), what, tries=STORE_TRIES if ended else 1)
+
     def poll(self, handle: RayJobHandle) -> PollStatus:
         self.refresh(force=handle.submission_id not in self._states)
         info = self._states.get(handle.submission_id)
@@ -196,9 +241,13 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         if status == "PENDING":
             return PollStatus(JobState.PENDING, detail=detail)
         if status == "RUNNING":
+            self.pull(handle, ended=False)
             return PollStatus(JobState.RUNNING, detail=detail)
+        self.pull(handle, ended=True)
         # Ended. No exit code: the entrypoint never ran or its node was lost (retried by the sweeper).
         failure = None if info is None or code is not None or status == "SUCCEEDED" else ended_without_code(info)
+        if self.store is not None and code == NOT_SENT:
+            failure = f"the job could not send its records to {self.store.uri} (Ray's log of {handle.submission_id})"
         log = "" if status == "SUCCEEDED" else self.log_tail(handle)
         return PollStatus(JobState.FINISHED, returncode=code, detail=detail, failure=failure, log=log)
 
@@ -238,3 +287,4 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         deadline = time.monotonic() + STOP_WAIT_S
         while time.monotonic() < deadline and not client.get_job_status(handle.submission_id).is_terminal():
             time.sleep(0.5)
+        self.pull(handle, ended=True)  # what it wrote as it stopped (its last checkpoint's records)

@@ -17,3 +17,6 @@ class RayClusterSettings:
     runtime_env: Dict[str, Any] = field(default_factory=dict)  # noqa: UP006
     poll_interval_s: float = 2.0  # the job API is asked about all jobs at most this often
     probe_timeout_s: float = 120.0  # the dry run's probe job (does the cluster see the sweep directory?)
+    # A sweep on an object store (records/store.py): how often a job sends what changed, and the sweeper
+    # fetches a running job's records.
+    sync_interval_s: float = 10.0

@@ -21,11 +21,13 @@ from dataclasses import dataclass
 
 NOT_SEEN = 3  # the question is not there: the node sees other storage at that place
 NOT_WRITABLE = 4  # the answer could not be written
+NOT_REACHED = 5  # the storage did not answer (an object store the node has no address or credentials for)
 
 REASONS = {
     NOT_SEEN: "a file the sweeper wrote there is not there for a job on the cluster (its node sees other storage "
     "at that path)",
     NOT_WRITABLE: "a job on the cluster cannot write there",
+    NOT_REACHED: "the storage does not answer a job on the cluster",
 }
 
 
@@ -37,12 +39,15 @@ def answer(question_uri: str) -> int:
     """The probe job: the question's nonce copied into the answer; NOT_SEEN or NOT_WRITABLE where not."""
     from pyarrow import fs
 
-    filesystem, path = fs.FileSystem.from_uri(question_uri)
     try:
+        filesystem, path = fs.FileSystem.from_uri(question_uri)
         with filesystem.open_input_stream(path) as question:
             nonce = question.read()
     except FileNotFoundError:
         return NOT_SEEN
+    except OSError as err:  # pyarrow's S3, GCS, ... client: no route, refused, no credentials
+        print(f"the storage does not answer: {err}", flush=True)
+        return NOT_REACHED
     try:
         with filesystem.open_output_stream(answer_uri(path)) as out:
             out.write(nonce)

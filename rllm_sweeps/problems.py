@@ -96,3 +96,10 @@ def did_you_mean_key(key: str, known: Iterable[str]) -> str:
         leaf = key.rsplit(".", 1)[-1]
         matches = [k for k in known if k.rsplit(".", 1)[-1] == leaf][:3]
     return hint(matches) or "."
+
+
+def first_line(err: BaseException) -> str:
+    """An exception's message in one line (its first), or its type's name where it has none: a
+    library's reason inside a one-line refusal."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

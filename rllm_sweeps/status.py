@@ -123,7 +123,14 @@ def _exported(result: JobResult | None) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     """Per job of a sweep: scheduler id, state, node(s), GPUs, elapsed, last metric, restarts, retries,
     exported policies; then where the best model is."""
-    sweep_dir = Path(args.sweep_dir)
+    from rllm_sweeps.problems import ConfigError
+    from rllm_sweeps.sweep.storage import readable_sweep_dir
+
+    try:
+        sweep_dir = readable_sweep_dir(args.sweep_dir)
+    except ConfigError as err:
+        print(f"error: {err.issues[0].message}", file=sys.stderr)
+        return 2
     if (problem := not_a_sweep_dir(sweep_dir)) is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -151,6 +158,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def add_status_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("status", help=cmd_status.__doc__)
-    parser.add_argument("sweep_dir", help="a sweep directory (multirun/<project>/<sweep>)")
+    parser.add_argument("sweep_dir", help="a sweep directory (multirun/<project>/<sweep>), or its object store's URI")
     parser.set_defaults(func=cmd_status)
     return parser

@@ -16,9 +16,11 @@ import contextlib
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,11 +33,13 @@ pytest.importorskip("ray")
 
 from ray_auth_checks import files_holding  # noqa: E402
 from ray_network import Member, NodeInNetns, PrivateNetwork, require_network  # noqa: E402
+from s3_server import S3Server, s3_server  # noqa: E402
 
 from rllm_sweeps.local_slurm.processes import proc_comm, proc_net_ns_inode  # noqa: E402
 from rllm_sweeps.records import attempts  # noqa: E402
 from rllm_sweeps.records.layout import SweepPaths  # noqa: E402
 from rllm_sweeps.records.result import JobResult  # noqa: E402
+from rllm_sweeps.records.store import StoreSync, mirror_dir  # noqa: E402
 from rllm_sweeps.runtime.auth import AUTH_VARS, RayAuth  # noqa: E402
 from rllm_sweeps.runtime.gcs import NodeInfo, wait_for_nodes  # noqa: E402
 from rllm_sweeps.runtime.nodes import RayNode, client_env, start_node  # noqa: E402
@@ -65,6 +69,7 @@ class Cluster:
     head: NodeInNetns
     worker: NodeInNetns
     network: PrivateNetwork
+    s3: S3Server  # an object store the nodes reach over the network, in their environment (AWS_ENDPOINT_URL)
 
 
 def sweep_argv(sweep_dir: Path | str, *args: str) -> list[str]:
@@ -83,14 +88,19 @@ def sweep(sweep_dir: Path | str, *args: str, env: dict[str, str] | None = None) 
     return subprocess.run(argv, cwd=REPO, env=sweep_env(env), capture_output=True, text=True, timeout=600)
 
 
-def started_sweep(sweep_dir: Path, *args: str) -> subprocess.Popen:
-    """A sweeper in its own session (signals reach it alone), its output kept in the sweep's parent."""
-    log = (sweep_dir.parent / f"{sweep_dir.name}.log").open("wb")
+def started_sweep(
+    sweep_dir: Path | str, *args: str, log: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """A sweeper in its own session (signals reach it alone), its output kept in `log` (by default
+    beside the sweep directory)."""
+    if log is None:
+        assert isinstance(sweep_dir, Path)
+        log = sweep_dir.parent / f"{sweep_dir.name}.log"
     return subprocess.Popen(
         sweep_argv(sweep_dir, *args),
         cwd=REPO,
-        env=sweep_env(),
-        stdout=log,
+        env=sweep_env(env),
+        stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
@@ -105,10 +115,11 @@ def wait_until_started(sweep_dir: Path, jobs: int, timeout: float = 180) -> None
 
 
 def start_cluster(
-    network: PrivateNetwork, auth: RayAuth | None, worker_cpus: int
+    network: PrivateNetwork, auth: RayAuth | None, worker_cpus: int, env: dict[str, str] | None = None
 ) -> tuple[NodeInNetns, NodeInNetns | None]:
     """A head (no CPUs where a worker comes: jobs run on the worker) and, given CPUs, one worker,
-    each in a namespace of its own on `network`; the head's dashboard listens on its address there."""
+    each in a namespace of its own on `network`; the head's dashboard listens on its address there.
+    `env`: the nodes' environment (an object store's address and credentials, as a cloud node has them)."""
     member = network.add("head")
     cpus = 0 if worker_cpus else 2
     head_spec = RayClusterSpec(
@@ -117,7 +128,7 @@ def start_cluster(
         include_dashboard=True,
         dashboard_host=member.address,
         auth=auth,
-        env=PATIENT_HEAD_ENV,
+        env={**PATIENT_HEAD_ENV, **(env or {})},
         start_timeout_s=PATIENT_HEAD_START_S,
     )
     with this_process_env(client_env(head_spec, member.address, head=True), drop=AUTH_VARS):
@@ -126,7 +137,9 @@ def start_cluster(
         return head, None
     assert head.address is not None
     try:
-        worker = start_worker(network, head.address, "worker", worker_cpus, {WORKER: 1}, auth=auth, expect_nodes=2)
+        worker = start_worker(
+            network, head.address, "worker", worker_cpus, {WORKER: 1}, auth=auth, expect_nodes=2, env=env
+        )
     except BaseException:
         head.stop()
         raise
@@ -142,9 +155,10 @@ def start_worker(
     *,
     expect_nodes: int,
     auth: RayAuth | None = None,
+    env: dict[str, str] | None = None,
 ) -> NodeInNetns:
-    """A worker in a new namespace of `network`, joined to the head at `head_address`."""
-    spec = RayClusterSpec(num_cpus=cpus, object_store_memory_mb=SMALL, resources=resources, auth=auth)
+    """A worker in a new namespace of `network`, joined to the head at `head_address`, with `env`."""
+    spec = RayClusterSpec(num_cpus=cpus, object_store_memory_mb=SMALL, resources=resources, auth=auth, env=env)
     member = network.add(role)
     with this_process_env(client_env(spec, member.address, head=False), drop=AUTH_VARS):
         return start_node(NodeInNetns(spec, member, head_address=head_address), expect_nodes)
@@ -184,16 +198,18 @@ def ray_cluster() -> Iterator[Cluster]:
     require_network()
     network = PrivateNetwork()
     try:
-        head, worker = start_cluster(network, None, worker_cpus=4)
-        assert worker is not None
-        try:
-            url = dashboard_url(head)
-            wait_for_dashboard(url)
-            assert head.address is not None
-            yield Cluster(url, node_id_with(head.address, WORKER), head, worker, network)
-        finally:
-            worker.stop()
-            head.stop()
+        # On the test process's address of the network: the nodes reach it as they would a store's host.
+        with s3_server(network.address) as s3:
+            head, worker = start_cluster(network, None, worker_cpus=4, env=s3.env)
+            assert worker is not None
+            try:
+                url = dashboard_url(head)
+                wait_for_dashboard(url)
+                assert head.address is not None
+                yield Cluster(url, node_id_with(head.address, WORKER), head, worker, network, s3)
+            finally:
+                worker.stop()
+                head.stop()
     finally:
         network.close()
 
@@ -360,6 +376,37 @@ def test_a_dry_run_on_a_cluster_that_does_not_see_the_sweeps_storage_is_refused_
         network.close()
 
 
+def test_a_dry_run_with_a_store_the_clusters_nodes_do_not_reach_is_refused_in_one_line(
+    ray_cluster: Cluster, tmp_path: Path
+) -> None:
+    """The sweeper's store listens on this machine's loopback, which no node reaches (each has its
+    own): the probe job, on a node, cannot answer, and the dry run says so with the fix. The store
+    the nodes reach passes the same dry run."""
+    with s3_server("127.0.0.1") as private:
+        private.make_bucket("rllm-private")
+        uri = "s3://rllm-private/sweeps/lr"
+        args = [*launcher_args(ray_cluster), "trainer.lr=1e-3", *QUICK, "hydra.sweeper.dry_run=true"]
+        run = sweep(uri, *args, env=private.env)
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 2 and len(lines) == 1, run.stdout[-2000:] + run.stderr[-2000:]
+        assert lines[0].startswith(f"error: nothing was submitted: hydra.sweep.dir={uri}: the Ray cluster at ")
+        assert "does not reach the sweep directory's storage" in lines[0]
+        assert lines[0].endswith("give the cluster's nodes the store's address and credentials (docs/RAY.md)")
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in private.env.items():
+                patch.setenv(key, value)
+            assert StoreSync(uri, tmp_path).stored_files() == {}  # the probe's question removed; nothing written
+    reached = ray_cluster.s3
+    reached.make_bucket("rllm-dry")
+    run = sweep("s3://rllm-dry/sweeps/lr", *args, env=reached.env)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "no problem found" in run.stdout
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in reached.env.items():
+            patch.setenv(key, value)
+        assert StoreSync("s3://rllm-dry/sweeps/lr", tmp_path).stored_files() == {}  # a dry run writes nothing there
+
+
 def test_a_ray_job_records_the_sweeps_job_output_in_its_job_log(sweeps: Sweeps) -> None:
     for job_dir in job_dirs(sweeps.ray):
         assert json.loads((job_dir / "result.json").read_text())["status"] == "completed"
@@ -463,7 +510,9 @@ def test_a_jobs_resources_are_its_ray_jobs_entrypoint_resources() -> None:
     assert entrypoint_resources(res) == asked
 
 
-STEPS = 4
+# Steps enough that the node is killed mid-run: it is killed once two steps and a checkpoint have
+# reached the store, which the job sends every second; a step takes 2-3 s on a quiet 2-core machine.
+STEPS = 8
 # A job long enough to lose its node mid-run: a checkpoint after every step.
 LONG = [a for a in QUICK if not a.startswith("trainer.total_batches=")]
 LONG += [f"trainer.total_batches={STEPS}", "trainer.save_freq=1"]
@@ -483,51 +532,102 @@ def kill_node(node: RayNode) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def stored_steps(store: StoreSync, job: str) -> list[int]:
+    """The train steps of a job's metrics as the object store holds them now."""
+    text = (store.read_stored(f"{job}/metrics.jsonl") or b"").decode()
+    rows = [json.loads(line) for line in text.splitlines() if line.endswith("}")]
+    return [row["step"] for row in rows if row.get("kind") == "train"]
+
+
 # The module's last test on its cluster: the node it kills may be the module's worker.
-def test_a_job_whose_node_dies_is_resubmitted_and_resumes_from_its_checkpoint_on_another_node(
-    ray_cluster: Cluster, tmp_path: Path
+def test_a_job_on_an_object_store_whose_node_dies_is_resubmitted_and_resumes_from_its_stored_checkpoint(
+    ray_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The sweep's records on an S3 store the nodes reach over the network (no mount, no shared
+    directory: each job runs in a staging directory of its node), its job's node killed after its
+    second checkpoint reached the store: the job resumes from the store's checkpoint on another node,
+    each step once in its metrics; then the same command from an empty mirror (another machine)
+    finds the sweep completed and submits nothing."""
     from ray.job_submission import JobSubmissionClient
 
     assert ray_cluster.head.address is not None
+    s3 = ray_cluster.s3
     spare = start_worker(
-        ray_cluster.network, ray_cluster.head.address, "spare", 4, {"rllm_test_spare": 1}, expect_nodes=3
+        ray_cluster.network, ray_cluster.head.address, "spare", 4, {"rllm_test_spare": 1}, expect_nodes=3, env=s3.env
     )
     sweeper = None
-    try:
-        nodes = {ray_cluster.worker_node_id: ray_cluster.worker}
-        nodes[node_id_with(ray_cluster.head.address, "rllm_test_spare")] = spare
-        sweep_dir = tmp_path / "lost"
-        sweeper = started_sweep(sweep_dir, *launcher_args(ray_cluster), "trainer.lr=1e-3", *LONG)
-        wait_until_started(sweep_dir, 1)
-        (job_dir,) = job_dirs(sweep_dir)
-        deadline = time.monotonic() + 300
-        while not ((job_dir / "checkpoints" / "latest").exists() and len(trained_steps(job_dir)) >= 2):
-            assert time.monotonic() < deadline and sweeper.poll() is None, "the job reached no checkpoint"
-            time.sleep(0.2)
-        (first,) = attempts.submissions(job_dir)
-        client = JobSubmissionClient(ray_cluster.dashboard)
-        lost = client.get_job_info(first.scheduler_id).driver_node_id
-        kill_node(nodes[lost])
-        assert sweeper.wait(timeout=420) == 0, (sweep_dir.parent / "lost.log").read_text()[-3000:]
+    with contextlib.ExitStack() as cleanup:
+        uri = f"s3://rllm-sweeps/lost-{uuid.uuid4().hex[:8]}"
+        mirror = mirror_dir(uri)
+        cleanup.callback(shutil.rmtree, mirror, ignore_errors=True)
+        # The staging directory the lost node left (a machine lost takes its disk along; this one is shared).
+        left = Path(tempfile.gettempdir()).glob(f"rllm-{attempts.RAY_ID_PREFIX}{mirror.name}-*")
+        cleanup.callback(lambda: [shutil.rmtree(p, ignore_errors=True) for p in left])
+        for key, value in s3.env.items():
+            monkeypatch.setenv(key, value)
+        s3.make_bucket("rllm-sweeps")  # the user's bucket
+        store = StoreSync(uri, tmp_path / "unused")
+        args = [*launcher_args(ray_cluster), "hydra.launcher.sync_interval_s=1", "trainer.lr=1e-3", *LONG]
+        try:
+            nodes = {ray_cluster.worker_node_id: ray_cluster.worker}
+            nodes[node_id_with(ray_cluster.head.address, "rllm_test_spare")] = spare
+            log = tmp_path / "lost.log"
+            sweeper = started_sweep(uri, *args, log=log, env=s3.env)
+            deadline = time.monotonic() + 300
+            while not (jobs := [p for p in store.stored_files() if p.endswith("/checkpoints/latest")]):
+                assert time.monotonic() < deadline and sweeper.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.2)
+            job = jobs[0].removesuffix("/checkpoints/latest")
+            while len(stored_steps(store, job)) < 2:
+                assert time.monotonic() < deadline and sweeper.poll() is None, "the job reached no second step"
+                time.sleep(0.2)
+            job_dir = mirror / job
+            (first,) = attempts.submissions(job_dir)
+            client = JobSubmissionClient(ray_cluster.dashboard)
+            lost = client.get_job_info(first.scheduler_id).driver_node_id
+            kill_node(nodes[lost])
+            assert sweeper.wait(timeout=420) == 0, log.read_text()[-3000:]
 
-        result = JobResult.read(job_dir)
-        assert result is not None and result.status == "completed"
-        assert result.retries == 1 and result.restarts >= 1  # resubmitted once; resumed from its checkpoint
-        first_again, second = attempts.submissions(job_dir)
-        assert first_again.scheduler_id == first.scheduler_id
-        rerun = client.get_job_info(second.scheduler_id)
-        assert rerun.status.value == "SUCCEEDED" and rerun.driver_node_id != lost  # elsewhere
-        addresses = {n.node_id: n.address for n in alive_nodes(ray_cluster.head.address)}
-        assert addresses[rerun.driver_node_id] == nodes[rerun.driver_node_id].member.address  # its bridge address
-        # How Ray 2.57 reports it: FAILED, no exit code, its supervisor actor dead with its node (GCS's words).
-        lost_job = client.get_job_info(first.scheduler_id)
-        assert lost_job.status.value == "FAILED" and lost_job.driver_exit_code is None
-        assert lost_job.error_type == "JOB_SUPERVISOR_ACTOR_DIED"
-        (reason,) = result.retry_reasons  # the sweep's one-line record of why it resubmitted
-        assert reason.startswith("Ray job FAILED (JOB_SUPERVISOR_ACTOR_DIED): ") and "its node has died" in reason
-        assert trained_steps(job_dir) == list(range(1, STEPS + 1))  # no step lost, none repeated
-    finally:
-        if sweeper is not None and sweeper.poll() is None:
-            sweeper.kill()
-        spare.stop()
+            result = JobResult.read(job_dir)  # the mirror's copy, fetched from the store
+            assert result is not None and result.status == "completed"
+            assert json.loads(store.read_stored(f"{job}/result.json") or b"{}")["status"] == "completed"
+            assert result.retries == 1 and result.restarts >= 1  # resubmitted once; resumed from its checkpoint
+            first_again, second = attempts.submissions(job_dir)
+            assert first_again.scheduler_id == first.scheduler_id
+            rerun = client.get_job_info(second.scheduler_id)
+            assert rerun.status.value == "SUCCEEDED" and rerun.driver_node_id != lost  # elsewhere
+            addresses = {n.node_id: n.address for n in alive_nodes(ray_cluster.head.address)}
+            assert addresses[rerun.driver_node_id] == nodes[rerun.driver_node_id].member.address  # its bridge address
+            # How Ray 2.57 reports it: FAILED, no exit code, its supervisor actor dead with its node (GCS's words).
+            lost_job = client.get_job_info(first.scheduler_id)
+            assert lost_job.status.value == "FAILED" and lost_job.driver_exit_code is None
+            assert lost_job.error_type == "JOB_SUPERVISOR_ACTOR_DIED"
+            (reason,) = result.retry_reasons  # the sweep's one-line record of why it resubmitted
+            assert reason.startswith("Ray job FAILED (JOB_SUPERVISOR_ACTOR_DIED): ") and "its node has died" in reason
+            assert trained_steps(job_dir) == list(range(1, STEPS + 1))  # no step lost, none repeated
+            assert stored_steps(store, job) == list(range(1, STEPS + 1))
+            # The checkpoints went between the nodes and the store only; the job ran in no directory of the sweeper's.
+            assert any("/checkpoints/step_" in p for p in store.stored_files(job))
+            assert not (job_dir / "checkpoints").exists()
+            # Another machine: the same command, no mirror yet.
+            shutil.rmtree(mirror)
+            again = sweep(uri, *args, env=s3.env)
+            assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+            assert "1 jobs already completed" in again.stdout
+            assert len(attempts.submissions(job_dir)) == 2  # nothing submitted again
+            shutil.rmtree(mirror)  # `rllm-sweeps status` by the store's URI, from a third machine
+            status = subprocess.run(
+                [sys.executable, "-m", "rllm_sweeps.cli", "status", uri],
+                cwd=REPO,
+                env=sweep_env(s3.env),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            (row,) = status.stdout.splitlines()[1:2]
+            shown = status.stdout + status.stderr
+            assert row.split()[1] == second.scheduler_id and row.split()[2] == "SUCCEEDED", shown
+        finally:
+            if sweeper is not None and sweeper.poll() is None:
+                sweeper.kill()
+            spare.stop()

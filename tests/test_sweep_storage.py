@@ -10,32 +10,29 @@ import pytest
 
 from launchers import ray_storage_probe
 from rllm_sweeps.problems import ConfigError
-from rllm_sweeps.sweep.storage import sweep_dir_path
+from rllm_sweeps.records.store import mirror_dir
+from rllm_sweeps.sweep.storage import locate
 
 
 def test_a_file_uri_names_the_same_directory_as_its_path(tmp_path: Path) -> None:
     place = tmp_path / "with space" / "sweep"
-    assert sweep_dir_path(place.as_uri()) == place  # percent-encoded by as_uri, decoded by pyarrow
-    assert sweep_dir_path(str(place)) == place
+    assert locate(place.as_uri()).path == place  # percent-encoded by as_uri, decoded by pyarrow
+    assert locate(str(place)).path == place and locate(place.as_uri()).store_uri is None
 
 
 def test_a_relative_path_is_taken_from_the_working_directory(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert sweep_dir_path("multirun/lr") == tmp_path / "multirun" / "lr"
+    assert locate("multirun/lr").path == tmp_path / "multirun" / "lr"
 
 
-def test_an_object_store_uri_is_refused_naming_the_key_and_the_file_system_pyarrow_opened() -> None:
-    with pytest.raises(ConfigError) as err:
-        sweep_dir_path("gs://bucket/sweeps/lr")
-    (issue,) = err.value.issues
-    assert issue.key == "hydra.sweep.dir" and "\n" not in issue.message
-    assert issue.message.startswith("hydra.sweep.dir=gs://bucket/sweeps/lr: pyarrow.fs opens it as gcs")
-    assert "mount it" in issue.message
+def test_an_object_store_uri_is_the_store_and_a_mirror_of_it_on_this_machine() -> None:
+    storage = locate("gs://bucket/sweeps/lr")
+    assert storage.store_uri == "gs://bucket/sweeps/lr" and storage.path == mirror_dir("gs://bucket/sweeps/lr")
 
 
 def test_a_uri_pyarrow_cannot_open_is_refused_with_pyarrows_reason() -> None:
     with pytest.raises(ConfigError) as err:
-        sweep_dir_path("nosuchfs://x/y")
+        locate("nosuchfs://x/y")
     assert "pyarrow.fs cannot open it: Unrecognized filesystem type" in err.value.issues[0].message
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rllm_sweeps.data.formats import DataFormat, FormatSpec, detect, is_rllm_verl_copy, to_example
+from rllm_sweeps.problems import first_line
 
 BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json"}
 
@@ -48,7 +49,7 @@ def open_rows(path: str) -> Any:
     try:
         return datasets.load_dataset(builder, data_files=[str(full)], split="train", cache_dir=str(datasets_cache()))
     except Exception as err:  # pyarrow's or the json reader's reason, in one line
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        reason = first_line(err)
         cause = err.__cause__ or err.__context__
         if cause is not None and str(cause).strip():
             reason = str(cause).strip().splitlines()[0]

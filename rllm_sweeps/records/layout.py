@@ -48,6 +48,9 @@ HYDRA_DIR = ".hydra"
 RERUNS_DIR = "reruns"
 REPLACED_DIR = "replaced"
 EXPORT_DIR = "export"
+# A checkpoint (training/checkpoints.py) counts once its trainer state is in it; `latest` names the newest.
+TRAINER_STATE_FILE = "trainer_state.json"
+LATEST_FILE = "latest"
 # The policies a job exports (training/policy_export.py): its last one, and its best by the judged metric.
 FINAL_POLICY, BEST_POLICY = "final", "best"
 DRY_RUN_PLAN_SUFFIX = ".dry-run-plan.json"

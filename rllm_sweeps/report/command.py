@@ -24,13 +24,20 @@ FORMATS = ("table", "csv", "markdown")
 def cmd_report(args: argparse.Namespace) -> int:
     """The table of a sweep (jobs, seeds aggregated, best configuration) from its directory;
     writes SWEEP_DIR/report/ (CSV, Markdown, PNG plots)."""
+    from rllm_sweeps.problems import ConfigError
+    from rllm_sweeps.sweep.storage import readable_sweep_dir
+
     try:
-        report = build_report(args.sweep_dir)
+        sweep_dir = readable_sweep_dir(str(args.sweep_dir))
+        report = build_report(sweep_dir)
+    except ConfigError as err:
+        print(f"error: {err.issues[0].message}", file=sys.stderr)
+        return 2
     except ReportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
-        paths = write_report(args.sweep_dir, plots=not getattr(args, "no_plots", False), report=report)
+        paths = write_report(sweep_dir, plots=not getattr(args, "no_plots", False), report=report)
     except OSError as err:
         print(f"error: cannot write {report.sweep_dir / REPORT_DIR}: {err.strerror or err}", file=sys.stderr)
         return 1
@@ -50,7 +57,9 @@ def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
         help="print a sweep's results table and write its report (CSV, Markdown, plots)",
         description=cmd_report.__doc__,
     )
-    parser.add_argument("sweep_dir", metavar="SWEEP_DIR", help="the sweep directory (holds plan.json and jobs/)")
+    parser.add_argument(
+        "sweep_dir", metavar="SWEEP_DIR", help="the sweep directory (holds plan.json and jobs/), or its store's URI"
+    )
     parser.add_argument(
         "--format", choices=FORMATS, default="table", help="what to print: table (default), csv (the jobs), markdown"
     )

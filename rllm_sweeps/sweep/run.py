@@ -22,13 +22,15 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from launchers.base import Launcher
 from launchers.choice import LauncherRefused
 from rllm_sweeps.config.source import ConfigSource, use_source
 from rllm_sweeps.override_text import set_value
-from rllm_sweeps.problems import ConfigError
-from rllm_sweeps.records.layout import SweepPaths
+from rllm_sweeps.problems import ConfigError, first_line
+from rllm_sweeps.records.layout import JOBS_DIR, SweepPaths
 from rllm_sweeps.records.manifest import record_invocation
 from rllm_sweeps.records.plan import PlanRecord, read_plan
+from rllm_sweeps.records.store import STORE_TRIES, StoreSync, patiently
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.stop import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, Stop
 from rllm_sweeps.sweep.launch_choice import (
@@ -45,7 +47,7 @@ from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import plan_request
 from rllm_sweeps.sweep.runner import JobSource, StaticSource, SweepRunner
-from rllm_sweeps.sweep.storage import sweep_dir_path
+from rllm_sweeps.sweep.storage import SweepStorage, locate
 from rllm_sweeps.sweep.sweeper_lock import SweeperBusy, hold_sweep_dir
 from rllm_sweeps.sweeper_settings import SweeperSettings
 
@@ -103,7 +105,10 @@ def run_sweep(
     except KeyboardInterrupt:
         raise Stop(EXIT_INTERRUPTED, "interrupted (Ctrl-C) while planning: nothing was launched") from None
     parallel = given_parallel if given_parallel is not None else plan.spec.parallel  # the spec checks its own
-    sweep_dir = sweep_directory(hydra_cfg, arguments, plan)
+    storage = sweep_directory(hydra_cfg, arguments, plan)
+    sweep_dir = storage.path
+    launcher = make_launcher(choice)
+    store = open_store(storage, launcher, plan, dry_run=settings.dry_run)
     if (problem := unwritable(sweep_dir)) is not None:
         raise Stop(EXIT_BAD_INPUT, f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR")
     this_id, family = (
@@ -112,7 +117,6 @@ def run_sweep(
     )
     if (owned := ownership_refusal(sweep_dir, this_id, family)) is not None:  # a dry run says so too
         raise Stop(EXIT_BAD_INPUT, f"error: {owned}")
-    launcher = make_launcher(choice)
     if settings.dry_run:
         print("\n".join(launch_lines(choice, launcher, plan, parallel)))
     # Everything the scheduler would refuse (SLURM; the local machine's GPUs), for every job shape,
@@ -157,6 +161,8 @@ def run_sweep(
         launcher=launcher.name,
         study=source.study_info(),
     )
+    if store is not None:  # the sweep's command and plan in the store before any job
+        patiently(store.push, f"send the sweep's records to {store.uri}", tries=STORE_TRIES)
     runner = SweepRunner(
         source,
         sweep_dir,
@@ -190,6 +196,8 @@ def run_sweep(
     finally:
         source.close()
     print_final_table(sweep_dir)
+    if store is not None:  # what the sweeper wrote (results of ended jobs, the report) into the store
+        patiently(store.push, f"send the sweep's records to {store.uri}", tries=STORE_TRIES)
     if results is None or confirmed is None:
         raise Stop(EXIT_INTERRUPTED, f"interrupted (Ctrl-C): rerun the same command to resume {sweep_dir}")
     failed = [i for i, r in results.items() if r is None or not r.status.is_final]
@@ -198,6 +206,44 @@ def run_sweep(
         print(f"{'error' if source.fatal else 'note'}: the search stopped: {source.stopped}", file=sys.stderr)
     if failed:
         raise Stop(EXIT_FAILED, f"{len(failed)} of {len(results)} jobs did not complete: {failed}")
+
+
+# Searches whose jobs write beside their own directory (Optuna's journal; PBT's board and each other's
+# checkpoints): a store's jobs write only their own (records/store.py).
+NOT_ON_A_STORE = {
+    "optuna": "its jobs report to the study's journal file",
+    "pbt": "its trials copy each other's checkpoints",
+}
+
+
+def open_store(storage: SweepStorage, launcher: Launcher, plan: Plan, *, dry_run: bool) -> StoreSync | None:
+    """The sweep's object store, where it is on one, with the sweeper's mirror up to date (a run: every
+    record but the checkpoints; a dry run: the sweep's own files), or a one-line Stop saying why not."""
+    if storage.store_uri is None:
+        return None
+    from rllm_sweeps.records.store import CHECKPOINTS, StoreSync
+
+    given = f"hydra.sweep.dir={storage.store_uri}"
+    if (why := NOT_ON_A_STORE.get(plan.spec.method)) is not None:
+        raise Stop(
+            EXIT_BAD_INPUT,
+            f"error: {given}: sweep.method={plan.spec.method} cannot keep its records on an object store: {why}; "
+            "give a path on storage every node mounts (docs/RAY.md)",
+        )
+    try:
+        store = StoreSync(storage.store_uri, storage.path)
+    except (ValueError, OSError) as err:
+        raise Stop(EXIT_BAD_INPUT, f"error: {given}: pyarrow.fs cannot open it: {first_line(err)}") from None
+    if (refused := launcher.use_store(store)) is not None:
+        raise Stop(EXIT_BAD_INPUT, f"error: nothing was submitted: {refused}")
+    skip = frozenset({CHECKPOINTS, JOBS_DIR} if dry_run else {CHECKPOINTS})  # a dry run reads the sweep's own files
+    try:
+        fetched = store.pull(skip=skip)
+    except OSError as err:
+        why = f"the store does not answer: {first_line(err)}"
+        raise Stop(EXIT_BAD_INPUT, f"error: nothing was submitted: {given}: {why}") from None
+    print(f"[sweep] {storage.store_uri}: mirrored in {storage.path} ({fetched} files fetched)", flush=True)
+    return store
 
 
 def print_planning(done: int, total: int, seconds: float) -> None:
@@ -248,16 +294,17 @@ def _plan_content(path: Path) -> PlanRecord | None:
     return dataclasses.replace(plan, totals=dataclasses.replace(plan.totals, plan_seconds=0.0))
 
 
-def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> Path:
+def sweep_directory(hydra_cfg: DictConfig, arguments: list[str], plan: Plan) -> SweepStorage:
     hydra_overrides = list(hydra_cfg.hydra.overrides.hydra) + list(arguments)
     if any(set_value(a, "hydra.sweep.dir") is not None for a in hydra_overrides):
         try:
-            return sweep_dir_path(str(hydra_cfg.hydra.sweep.dir))  # a path, or a pyarrow.fs URI
+            return locate(str(hydra_cfg.hydra.sweep.dir))  # a path, or a pyarrow.fs URI
         except ConfigError as err:
             raise Stop(EXIT_BAD_INPUT, f"error: {err.issues[0]}") from None
     name = plan.spec.name or "sweep"
     project = str(hydra_cfg.trainer.project_name)
-    return (Path("multirun") / project / f"{name}-{sweep_id(plan.spec.to_dict(), plan.base_overrides)}").resolve()
+    own = Path("multirun") / project / f"{name}-{sweep_id(plan.spec.to_dict(), plan.base_overrides)}"
+    return SweepStorage(own.resolve())
 
 
 def print_final_table(sweep_dir: Path) -> None:

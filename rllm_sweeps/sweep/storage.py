@@ -1,16 +1,19 @@
 """Where a sweep's records are stored: `hydra.sweep.dir` as a path, or as a `pyarrow.fs` URI (the
 storage abstraction Ray Train's `storage_path` uses), opened by `pyarrow.fs.FileSystem.from_uri`.
 
-Jobs and the sweeper write and read the records as files at a path, so a URI must name a file system
-pyarrow opens as local files (`file:///shared/sweeps/lr`: a shared mount); an object store
-(`s3://`, `gs://`, `hdfs://`) is refused with the reason (docs/RAY.md, "Storage").
+A URI of local files (`file:///shared/sweeps/lr`, a shared mount) is that directory. A URI of an object
+store (`s3://`, `gs://`, `abfs://`, `hdfs://`) is used through a mirror on the sweeper's machine and
+staging directories on the nodes (records/store.py), with the Ray-cluster launcher (docs/RAY.md, "Storage").
 """
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from rllm_sweeps.problems import ConfigError, ConfigIssue
+from rllm_sweeps.problems import ConfigError, ConfigIssue, first_line
+from rllm_sweeps.records.store import mirror_dir
 
 KEY = "hydra.sweep.dir"
 
@@ -20,28 +23,44 @@ def is_uri(given: str) -> bool:
     return "://" in given or given.startswith("file:")
 
 
-def sweep_dir_path(given: str) -> Path:
-    """The absolute local path of the sweep directory `given` (a path or a URI); ConfigError naming
-    hydra.sweep.dir where pyarrow cannot open the URI or opens it as other than local files."""
+@dataclass(frozen=True)
+class SweepStorage:
+    """Where the sweeper reads and writes a sweep (`path`), and the object store that holds it where
+    it is on one (`store_uri`; `path` is then the sweeper's mirror of it)."""
+
+    path: Path
+    store_uri: str | None = None
+
+
+def locate(given: str) -> SweepStorage:
+    """The sweep directory `given` (a path or a URI); ConfigError naming hydra.sweep.dir where pyarrow
+    cannot open the URI."""
     if not is_uri(given):
-        return Path(given).resolve()
+        return SweepStorage(Path(given).resolve())
     from pyarrow import fs
 
     try:
         filesystem, path = fs.FileSystem.from_uri(given)
     except (ValueError, OSError) as err:  # pyarrow's ArrowInvalid is a ValueError; a store it cannot reach, OSError
-        reason = str(err).strip().splitlines()[0]
-        issue = ConfigIssue(KEY, f"{KEY}={given}: pyarrow.fs cannot open it: {reason} (docs/RAY.md)")
+        issue = ConfigIssue(KEY, f"{KEY}={given}: pyarrow.fs cannot open it: {first_line(err)} (docs/RAY.md)")
         raise ConfigError([issue]) from None
-    if not isinstance(filesystem, fs.LocalFileSystem):
-        raise ConfigError(
-            [
-                ConfigIssue(
-                    KEY,
-                    f"{KEY}={given}: pyarrow.fs opens it as {filesystem.type_name}, and a sweep's records are "
-                    "written as files: mount it on every node and the sweeper's machine and give the mount "
-                    "(a path or file:///...) (docs/RAY.md)",
-                )
-            ]
-        )
-    return Path(path).resolve()
+    if isinstance(filesystem, fs.LocalFileSystem):
+        return SweepStorage(Path(path).resolve())
+    return SweepStorage(mirror_dir(given), given)
+
+
+def readable_sweep_dir(given: str) -> Path:
+    """The sweep directory `given` (a path or a URI) as a local directory to read (`rllm-sweeps status`,
+    `report`): an object store's sweep is fetched into this machine's mirror of it first, its
+    records without the checkpoints. ConfigError naming what could not be read."""
+    storage = locate(given)
+    if storage.store_uri is None:
+        return storage.path
+    from rllm_sweeps.records.store import CHECKPOINTS, StoreSync
+
+    try:
+        fetched = StoreSync(storage.store_uri, storage.path).pull(skip=frozenset({CHECKPOINTS}))
+    except OSError as err:
+        raise ConfigError([ConfigIssue(KEY, f"{given}: the store does not answer: {first_line(err)}")]) from None
+    print(f"{given}: fetched {fetched} files into {storage.path}", file=sys.stderr)
+    return storage.path

@@ -19,12 +19,11 @@ from typing import ClassVar
 
 from pydantic.dataclasses import dataclass as record
 
+from rllm_sweeps.records.layout import LATEST_FILE, TRAINER_STATE_FILE
 from rllm_sweeps.records.model import Migration, dumps, read_record, same_shape
 from rllm_sweeps.training.policy import Policy
 
-TRAINER_STATE_FILE = "trainer_state.json"
 TRAINER_STATE_SCHEMA_VERSION = 1  # 0: the same shape, before records were versioned
-LATEST_FILE = "latest"
 
 
 @record
