@@ -94,6 +94,9 @@ class Launcher[Handle](abc.ABC):
             "path (or mount the store), or run on a Ray cluster: hydra/launcher=ray_cluster (docs/RAY.md)"
         )
 
+    # What `flags` are, in the dry run's lines: "sbatch" (SLURM), "Ray job" (the entrypoint's resources).
+    flags_label: str = ""
+
     def flags(self, resources: Resources) -> list[str]:
         """What the scheduler is asked for a job of these resources.* (SLURM: its sbatch flags), for
         the dry run; none by default."""

@@ -84,6 +84,7 @@ def ended_without_code(info: JobDetails) -> str:
 
 class RayClusterLauncher(Launcher[RayJobHandle]):
     name = "ray_cluster"
+    flags_label = "Ray job"
 
     def __init__(self, settings: RayClusterSettings) -> None:
         assert settings.address, "launchers/choice.py refuses a ray_cluster launcher without an address"

@@ -16,6 +16,7 @@ Ray stops a job (`stop_job`) with SIGTERM: passed on to the job, which checkpoin
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import signal
@@ -71,13 +72,11 @@ def relocated(argv: list[str], env: dict[str, str], old: Path, new: Path) -> tup
 
 
 def run(
-    job_dir: Path,
-    task: TaskArgs,
-    env: dict[str, str] | None = None,
-    on_start: Callable[[subprocess.Popen], None] | None = None,
+    task: TaskArgs, env: dict[str, str] | None = None, on_start: Callable[[subprocess.Popen], None] | None = None
 ) -> int | None:
-    """The job in `job_dir`, its attempt's start and end recorded there; its exit code. `on_start`
+    """The job in its directory, its attempt's start and end recorded there; its exit code. `on_start`
     is given the job's process."""
+    job_dir = task.job_dir
     attempts.record_start(job_dir, task.submission_id, 0, task.generation)
     code: int | None = None
     try:
@@ -133,7 +132,7 @@ class Sender(threading.Thread):
 def main(args: list[str]) -> int | None:
     task = parse(args)
     if task.store is None:
-        return run(task.job_dir, task)
+        return run(task)
     staging = Path(tempfile.mkdtemp(prefix=f"rllm-{task.submission_id}-")) / task.job_dir.name
     try:
         sync = StoreSync(task.store, staging)
@@ -143,8 +142,8 @@ def main(args: list[str]) -> int | None:
         sender = Sender(sync, task.generation, task.sync_every_s)
         sender.start()
         try:
-            staged = TaskArgs(staging, task.generation, task.submission_id, None, 0, argv)
-            code = run(staging, staged, env, on_start=lambda job: setattr(sender, "job", job))
+            staged = dataclasses.replace(task, job_dir=staging, store=None, argv=argv)
+            code = run(staged, env, on_start=lambda job: setattr(sender, "job", job))
         finally:
             sender.done.set()
             sender.join()

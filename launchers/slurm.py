@@ -61,6 +61,7 @@ def _minutes(limit: str) -> int | None:
 
 class SlurmLauncher(Launcher[SlurmHandle]):
     name = "slurm"
+    flags_label = "sbatch"
     queues_arrays = True
 
     def __init__(self, settings: SlurmSettings) -> None:

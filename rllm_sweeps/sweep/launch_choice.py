@@ -104,5 +104,6 @@ def launch_lines(choice: LauncherChoice, launcher: Launcher, plan: Plan, paralle
             f"{res.cpus_per_task} CPUs, {res.mem_gb:g} GB, {res.time_min} min"
         )
         flags = " ".join(launcher.flags(res))
-        lines.append(f"  {count} job{'s' if count > 1 else ''} x ({size})" + (f": sbatch {flags}" if flags else ""))
+        asked = f": {launcher.flags_label} {flags}" if flags else ""
+        lines.append(f"  {count} job{'s' if count > 1 else ''} x ({size}){asked}")
     return lines

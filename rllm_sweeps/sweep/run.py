@@ -18,7 +18,7 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from omegaconf import DictConfig
 
@@ -30,7 +30,7 @@ from rllm_sweeps.problems import ConfigError, first_line
 from rllm_sweeps.records.layout import JOBS_DIR, SweepPaths
 from rllm_sweeps.records.manifest import record_invocation
 from rllm_sweeps.records.plan import PlanRecord, read_plan
-from rllm_sweeps.records.store import STORE_TRIES, StoreSync, patiently
+from rllm_sweeps.records.store import CHECKPOINTS, STORE_TRIES, StoreSync, patiently
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.stop import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, Stop
 from rllm_sweeps.sweep.launch_choice import (
@@ -108,7 +108,13 @@ def run_sweep(
     storage = sweep_directory(hydra_cfg, arguments, plan)
     sweep_dir = storage.path
     launcher = make_launcher(choice)
-    store = open_store(storage, launcher, plan, dry_run=settings.dry_run)
+    store = open_store(storage, launcher, plan)
+    lock = None
+    if store is not None:
+        # A run holds the sweep before its mirror is filled: a second sweeper's fetching would replace
+        # what the first wrote and has not sent yet.
+        lock = None if settings.dry_run else hold_or_stop(sweep_dir)
+        fill_mirror(store, dry_run=settings.dry_run)
     if (problem := unwritable(sweep_dir)) is not None:
         raise Stop(EXIT_BAD_INPUT, f"error: {problem}: run where you may write, or name another: hydra.sweep.dir=DIR")
     this_id, family = (
@@ -147,11 +153,9 @@ def run_sweep(
         kept = plan.write(SweepPaths(sweep_dir).dry_run_plan)
         print(f"plan: {kept} (dry run: nothing launched, nothing written in {sweep_dir})")
         return
-    try:
-        # Before anything in the directory is written: one sweeper per sweep (held until exit).
-        lock = hold_sweep_dir(sweep_dir)  # noqa: F841 (held for the sweeper's life)
-    except SweeperBusy as err:
-        raise Stop(EXIT_BAD_INPUT, f"error: {err}") from None
+    # Before anything in the directory is written: one sweeper per sweep (held until exit).
+    if lock is None:  # held for the sweeper's life
+        lock = hold_or_stop(sweep_dir)
     source = make_source(plan, sweep_dir)
     record_invocation(
         sweep_dir,
@@ -216,13 +220,19 @@ NOT_ON_A_STORE = {
 }
 
 
-def open_store(storage: SweepStorage, launcher: Launcher, plan: Plan, *, dry_run: bool) -> StoreSync | None:
-    """The sweep's object store, where it is on one, with the sweeper's mirror up to date (a run: every
-    record but the checkpoints; a dry run: the sweep's own files), or a one-line Stop saying why not."""
+def hold_or_stop(sweep_dir: Path) -> IO[str]:
+    """The sweep's lock (sweep/sweeper_lock.py), or a one-line Stop naming the sweeper that holds it."""
+    try:
+        return hold_sweep_dir(sweep_dir)
+    except SweeperBusy as err:
+        raise Stop(EXIT_BAD_INPUT, f"error: {err}") from None
+
+
+def open_store(storage: SweepStorage, launcher: Launcher, plan: Plan) -> StoreSync | None:
+    """The sweep's object store, where it is on one and this sweep and launcher can use it, or a
+    one-line Stop saying why not."""
     if storage.store_uri is None:
         return None
-    from rllm_sweeps.records.store import CHECKPOINTS, StoreSync
-
     given = f"hydra.sweep.dir={storage.store_uri}"
     if (why := NOT_ON_A_STORE.get(plan.spec.method)) is not None:
         raise Stop(
@@ -236,14 +246,20 @@ def open_store(storage: SweepStorage, launcher: Launcher, plan: Plan, *, dry_run
         raise Stop(EXIT_BAD_INPUT, f"error: {given}: pyarrow.fs cannot open it: {first_line(err)}") from None
     if (refused := launcher.use_store(store)) is not None:
         raise Stop(EXIT_BAD_INPUT, f"error: nothing was submitted: {refused}")
-    skip = frozenset({CHECKPOINTS, JOBS_DIR} if dry_run else {CHECKPOINTS})  # a dry run reads the sweep's own files
+    return store
+
+
+def fill_mirror(store: StoreSync, *, dry_run: bool) -> None:
+    """The sweeper's mirror of the store up to date: a run's, every record but the checkpoints (it
+    resumes the sweep); a dry run's, the sweep's own files (whose sweep it is). A one-line Stop where
+    the store does not answer."""
+    skip = frozenset({CHECKPOINTS, JOBS_DIR} if dry_run else {CHECKPOINTS})
     try:
         fetched = store.pull(skip=skip)
     except OSError as err:
         why = f"the store does not answer: {first_line(err)}"
-        raise Stop(EXIT_BAD_INPUT, f"error: nothing was submitted: {given}: {why}") from None
-    print(f"[sweep] {storage.store_uri}: mirrored in {storage.path} ({fetched} files fetched)", flush=True)
-    return store
+        raise Stop(EXIT_BAD_INPUT, f"error: nothing was submitted: hydra.sweep.dir={store.uri}: {why}") from None
+    print(f"[sweep] {store.uri}: mirrored in {store.local} ({fetched} files fetched)", flush=True)
 
 
 def print_planning(done: int, total: int, seconds: float) -> None:
