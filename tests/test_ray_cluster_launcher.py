@@ -544,8 +544,8 @@ def test_a_job_on_an_object_store_whose_node_dies_is_resubmitted_and_resumes_fro
     ray_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The sweep's records on an S3 store the nodes reach over the network (no mount, no shared
-    directory: each job runs in a staging directory of its node), its job's node killed after its
-    second checkpoint reached the store: the job resumes from the store's checkpoint on another node,
+    directory: each job runs in a staging directory of its node), its job's node killed once a
+    checkpoint and two steps reached the store: the job resumes from the store's checkpoint on another node,
     each step once in its metrics; then the same command from an empty mirror (another machine)
     finds the sweep completed and submits nothing."""
     from ray.job_submission import JobSubmissionClient

@@ -66,6 +66,9 @@ def test_what_one_side_pushes_the_other_pulls_leaving_out_locks_scratch_tokens_a
     got = tmp_path / "got"
     assert StoreSync(uri, got).pull() == 4
     assert tree(got) == {k: v for k, v in tree(sent).items() if k in tree(got)} and len(tree(got)) == 4
+    from rllm_sweeps.records.atomic import RECORD_MODE
+
+    assert (got / "result.json").stat().st_mode & 0o777 == RECORD_MODE  # as readable as any record
     skipped = tmp_path / "no_checkpoints"
     assert StoreSync(uri, skipped).pull(skip=frozenset({"checkpoints"})) == 2
     assert sorted(tree(skipped)) == ["metrics.jsonl", "result.json"]

@@ -24,13 +24,14 @@ RECORD_MODE = 0o666 & ~_umask()
 
 
 @contextlib.contextmanager
-def open_atomic(path: Path) -> Iterator[IO[str]]:
-    """A file to write in pieces (a large plan.json) that readers see whole or not at all: it
-    replaces `path` when the block ends without an error."""
+def open_atomic(path: Path, *, binary: bool = False) -> Iterator[IO[Any]]:
+    """A file to write in pieces (a large plan.json; `binary`: a file fetched from an object store,
+    records/store.py) that readers see whole or not at all: it replaces `path` when the block ends
+    without an error."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())

@@ -22,8 +22,7 @@ dropped on resume: records/metrics.py).
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
+import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rllm_sweeps.cachedir import cache_dir
 from rllm_sweeps.problems import first_line
+from rllm_sweeps.records.atomic import open_atomic
 from rllm_sweeps.records.layout import LATEST_FILE, TRAINER_STATE_FILE, JobPaths, dir_name
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ CHECKPOINT_MARKERS = frozenset({TRAINER_STATE_FILE, LATEST_FILE})
 # a pull fetches a file under this size every time, a larger one where its size or time changed.
 ALWAYS_FETCHED_BYTES = 1 << 20
 TRANSFER_THREADS = 8  # files moved at a time (a checkpoint is many files)
+FETCH_CHUNK_BYTES = 1 << 20
 
 
 STORE_TRIES = 3  # an object store that does not answer is asked again, STORE_RETRY_S apart
@@ -165,19 +166,10 @@ class StoreSync:
         return len(wanted)
 
     def _fetch(self, stored: str, target: Path) -> None:
-        """One file, written under a temporary name beside `target` and renamed: a reader of the local
-        copy never sees half of it."""
-        from pyarrow import fs
-
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        os.close(handle)
-        try:
-            fs.copy_files(stored, tmp, source_filesystem=self.filesystem, destination_filesystem=self._local_fs)
-            os.replace(tmp, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        """One file, written as a record is (records/atomic.py): a reader of the local copy never sees
+        half of it, and it is as readable as the sweep's other records."""
+        with self.filesystem.open_input_stream(stored) as source, open_atomic(target, binary=True) as out:
+            shutil.copyfileobj(source, out, FETCH_CHUNK_BYTES)
 
     def push(self, under: str = "", *, everything: bool = False) -> int:
         """Send what changed locally under `under` since it was last moved (`everything`: every
