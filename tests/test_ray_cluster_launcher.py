@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import glob
 import json
 import os
 import shutil
@@ -510,9 +511,7 @@ def test_a_jobs_resources_are_its_ray_jobs_entrypoint_resources() -> None:
     assert entrypoint_resources(res) == asked
 
 
-# Steps enough that the node is killed mid-run: it is killed once two steps and a checkpoint have
-# reached the store, which the job sends every second; a step takes 2-3 s on a quiet 2-core machine.
-STEPS = 8
+STEPS = 4
 # A job long enough to lose its node mid-run: a checkpoint after every step.
 LONG = [a for a in QUICK if not a.startswith("trainer.total_batches=")]
 LONG += [f"trainer.total_batches={STEPS}", "trainer.save_freq=1"]
@@ -532,6 +531,23 @@ def kill_node(node: RayNode) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def staged_job(mirror: Path) -> Path | None:
+    """The job directory a job of the sweep mirrored at `mirror` runs in on its node (its staging
+    directory, launchers/ray_task.py; the test's nodes share this machine's disk)."""
+    found = glob.glob(str(Path(tempfile.gettempdir()) / f"rllm-{attempts.RAY_ID_PREFIX}{mirror.name}-*" / "*"))
+    return Path(found[0]) if found else None
+
+
+def training_process(job_dir: Path) -> int | None:
+    """The PID of the training process that runs in `job_dir` (`hydra.run.dir=JOB_DIR` on its command line)."""
+    wanted = f"hydra.run.dir={job_dir}".encode()
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and wanted in (entry / "cmdline").read_bytes().split(b"\0"):
+                return int(entry.name)
+    return None
+
+
 def stored_steps(store: StoreSync, job: str) -> list[int]:
     """The train steps of a job's metrics as the object store holds them now."""
     text = (store.read_stored(f"{job}/metrics.jsonl") or b"").decode()
@@ -544,10 +560,12 @@ def test_a_job_on_an_object_store_whose_node_dies_is_resubmitted_and_resumes_fro
     ray_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The sweep's records on an S3 store the nodes reach over the network (no mount, no shared
-    directory: each job runs in a staging directory of its node), its job's node killed once a
-    checkpoint and two steps reached the store: the job resumes from the store's checkpoint on another node,
+    directory: each job runs in a staging directory of its node), its job's node killed once its
+    first checkpoint is in the store: the job resumes from the store's checkpoint on another node,
     each step once in its metrics; then the same command from an empty mirror (another machine)
-    finds the sweep completed and submits nothing."""
+    finds the sweep completed and submits nothing. The job's training process is paused from its
+    first checkpoint until the store has it (the store's S3 server is slower than training on a
+    loaded machine), so the node dies mid-run, after a stored checkpoint, on any machine."""
     from ray.job_submission import JobSubmissionClient
 
     assert ray_cluster.head.address is not None
@@ -574,13 +592,18 @@ def test_a_job_on_an_object_store_whose_node_dies_is_resubmitted_and_resumes_fro
             log = tmp_path / "lost.log"
             sweeper = started_sweep(uri, *args, log=log, env=s3.env)
             deadline = time.monotonic() + 300
-            while not (jobs := [p for p in store.stored_files() if p.endswith("/checkpoints/latest")]):
+            while (staged := staged_job(mirror)) is None or not (staged / "checkpoints" / "latest").exists():
                 assert time.monotonic() < deadline and sweeper.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.05)
+            training = training_process(staged)
+            assert training is not None, f"no training process runs in {staged}"
+            os.kill(training, signal.SIGSTOP)  # paused: its node's sender goes on sending
+            job = f"jobs/{staged.name}"
+            while not stored_steps(store, job) or (store.read_stored(f"{job}/checkpoints/latest") is None):
+                assert time.monotonic() < deadline and sweeper.poll() is None, "the checkpoint did not reach the store"
                 time.sleep(0.2)
-            job = jobs[0].removesuffix("/checkpoints/latest")
-            while len(stored_steps(store, job)) < 2:
-                assert time.monotonic() < deadline and sweeper.poll() is None, "the job reached no second step"
-                time.sleep(0.2)
+            stored_at = int(store.read_stored(f"{job}/checkpoints/latest").decode().strip().removeprefix("step_"))
+            assert stored_at < STEPS  # the node dies mid-run
             job_dir = mirror / job
             (first,) = attempts.submissions(job_dir)
             client = JobSubmissionClient(ray_cluster.dashboard)

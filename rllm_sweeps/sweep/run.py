@@ -13,7 +13,6 @@ hash unless hydra.sweep.dir is given) and runs only what is not completed yet.
 from __future__ import annotations
 
 import dataclasses
-import signal
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -33,6 +32,7 @@ from rllm_sweeps.records.plan import PlanRecord, read_plan
 from rllm_sweeps.records.store import CHECKPOINTS, STORE_TRIES, StoreSync, patiently
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.stop import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, Stop
+from rllm_sweeps.sweep import interrupts
 from rllm_sweeps.sweep.launch_choice import (
     launch_lines,
     launcher_choice,
@@ -66,8 +66,8 @@ def run_sweep(
             EXIT_BAD_INPUT, f"error: hydra.sweeper.parallel={settings.parallel} is invalid: expected an integer >= 1"
         )
     # Ctrl-C (SIGINT) cancels the sweep even where the shell started it ignoring SIGINT (`cmd &`,
-    # nohup): `kill -INT <pid>` must then stop its jobs too.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # nohup): `kill -INT <pid>` must then stop its jobs too; and even where a finalizer swallows it.
+    interrupts.install()
     params = dict(settings.params or {})  # Hydra's sweeper.params: key -> expression
     # Every composition of the sweep and its jobs' command lines: the app's own search path.
     configs = ConfigSource.from_hydra(hydra_cfg)

@@ -33,6 +33,7 @@ from rllm_sweeps.records.metrics import read_metrics, same_value
 from rllm_sweeps.records.plan import PlannedJob
 from rllm_sweeps.records.result import JobResult
 from rllm_sweeps.records.status import FailureKind, JobStatus
+from rllm_sweeps.sweep import interrupts
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.spec import Metric
 from rllm_sweeps.sweeper_settings import SweeperSettings
@@ -227,6 +228,7 @@ class SweepRunner:
                 if time.monotonic() - last_report > self.progress_every_s:
                     last_report = time.monotonic()
                     self.print_progress()
+                interrupts.check()  # a Ctrl-C that landed in a finalizer (sweep/interrupts.py)
                 time.sleep(0.2)
         except KeyboardInterrupt:
             print("[sweep] interrupted: stopping running jobs (they checkpoint; rerun to resume)", file=sys.stderr)
