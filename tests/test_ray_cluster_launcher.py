@@ -397,15 +397,17 @@ def test_a_dry_run_with_a_store_the_clusters_nodes_do_not_reach_is_refused_in_on
             for key, value in private.env.items():
                 patch.setenv(key, value)
             assert StoreSync(uri, tmp_path).stored_files() == {}  # the probe's question removed; nothing written
-    reached = ray_cluster.s3
+    reached, uri = ray_cluster.s3, f"s3://rllm-dry/sweeps/{uuid.uuid4().hex[:8]}"
     reached.make_bucket("rllm-dry")
-    run = sweep("s3://rllm-dry/sweeps/lr", *args, env=reached.env)
+    run = sweep(uri, *args, env=reached.env)
+    # The plan a dry run keeps beside the sweep directory: beside the mirror, on this machine.
+    Path(f"{mirror_dir(uri)}.dry-run-plan.json").unlink(missing_ok=True)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "no problem found" in run.stdout
     with pytest.MonkeyPatch.context() as patch:
         for key, value in reached.env.items():
             patch.setenv(key, value)
-        assert StoreSync("s3://rllm-dry/sweeps/lr", tmp_path).stored_files() == {}  # a dry run writes nothing there
+        assert StoreSync(uri, tmp_path).stored_files() == {}  # a dry run writes nothing there
 
 
 def test_a_ray_job_records_the_sweeps_job_output_in_its_job_log(sweeps: Sweeps) -> None:
