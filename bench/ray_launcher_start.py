@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO / "tests"))  # s3_server: the tests' S3 store
 
 from s3_server import s3_server  # noqa: E402
 
-from rllm_sweeps.records.attempts import RAY_ID_PREFIX  # noqa: E402
+from launchers.ray_task import staging_dirs  # noqa: E402
 from rllm_sweeps.records.store import mirror_dir  # noqa: E402
 from rllm_sweeps.runtime.auth import AUTH_VARS  # noqa: E402
 from rllm_sweeps.runtime.nodes import client_env, start_head_node  # noqa: E402
@@ -70,7 +70,7 @@ def where_jobs_write(sweep_dir: str) -> list[Path]:
     of the jobs of a sweep on a store (launchers/ray_task.py)."""
     if "://" not in sweep_dir:
         return [Path(sweep_dir) / "jobs" / "*"]
-    return [Path(tempfile.gettempdir()) / f"rllm-{RAY_ID_PREFIX}{mirror_dir(sweep_dir).name}-*" / "*"]
+    return [staging / "*" for staging in staging_dirs(mirror_dir(sweep_dir).name)]
 
 
 def timed_sweep(sweep_dir: str, launcher: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -82,9 +82,8 @@ def timed_sweep(sweep_dir: str, launcher: list[str], env: dict[str, str]) -> tup
         [*argv, f"hydra.sweep.dir={sweep_dir}"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     first = None
-    jobs = where_jobs_write(sweep_dir)
-    while proc.poll() is None:
-        if first is None and first_train_row(jobs):
+    while proc.poll() is None:  # a job's staging directory appears once it starts: looked for each time
+        if first is None and first_train_row(where_jobs_write(sweep_dir)):
             first = time.monotonic() - start
         time.sleep(0.1)
     done = time.monotonic() - start

@@ -282,10 +282,11 @@ class RayClusterLauncher(Launcher[RayJobHandle]):
         """Stop this Ray job (and nothing else on the cluster), waiting briefly for its end."""
         client = self.client()
         try:
-            client.stop_job(handle.submission_id)
+            stopped = client.stop_job(handle.submission_id)  # False: it had ended (its records fetched by poll)
         except RuntimeError:  # never submitted (the sweeper was killed before Ray was asked)
             return
         deadline = time.monotonic() + STOP_WAIT_S
         while time.monotonic() < deadline and not client.get_job_status(handle.submission_id).is_terminal():
             time.sleep(0.5)
-        self.pull(handle, ended=True)  # what it wrote as it stopped (its last checkpoint's records)
+        if stopped:
+            self.pull(handle, ended=True)  # what it wrote as it stopped (its last checkpoint's records)

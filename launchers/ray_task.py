@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
 import os
 import shutil
 import signal
@@ -69,6 +70,16 @@ def relocated(argv: list[str], env: dict[str, str], old: Path, new: Path) -> tup
         return text.replace(str(old), str(new))
 
     return [move(a) for a in argv], {k: move(v) for k, v in env.items()}
+
+
+STAGING_PREFIX = "rllm-"  # a staging directory: STAGING_PREFIX + the Ray job's submission id + a random tail
+
+
+def staging_dirs(sweep_dir_name: str) -> list[Path]:
+    """The staging directories on this machine of the Ray jobs of the sweep whose (mirror) directory
+    is named `sweep_dir_name` (their submission ids start with it: launchers/ray_cluster.py)."""
+    pattern = Path(tempfile.gettempdir()) / f"{STAGING_PREFIX}{attempts.RAY_ID_PREFIX}{sweep_dir_name}-*"
+    return [Path(p) for p in sorted(glob.glob(str(pattern)))]
 
 
 def run(
@@ -133,7 +144,7 @@ def main(args: list[str]) -> int | None:
     task = parse(args)
     if task.store is None:
         return run(task)
-    staging = Path(tempfile.mkdtemp(prefix=f"rllm-{task.submission_id}-")) / task.job_dir.name
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{task.submission_id}-")) / task.job_dir.name
     try:
         sync = StoreSync(task.store, staging)
         fetched = sync.pull()

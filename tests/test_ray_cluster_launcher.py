@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import glob
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -36,6 +34,7 @@ from ray_auth_checks import files_holding  # noqa: E402
 from ray_network import Member, NodeInNetns, PrivateNetwork, require_network  # noqa: E402
 from s3_server import S3Server, s3_server  # noqa: E402
 
+from launchers.ray_task import staging_dirs  # noqa: E402
 from rllm_sweeps.local_slurm.processes import proc_comm, proc_net_ns_inode  # noqa: E402
 from rllm_sweeps.records import attempts  # noqa: E402
 from rllm_sweeps.records.layout import SweepPaths  # noqa: E402
@@ -536,8 +535,8 @@ def kill_node(node: RayNode) -> None:
 def staged_job(mirror: Path) -> Path | None:
     """The job directory a job of the sweep mirrored at `mirror` runs in on its node (its staging
     directory, launchers/ray_task.py; the test's nodes share this machine's disk)."""
-    found = glob.glob(str(Path(tempfile.gettempdir()) / f"rllm-{attempts.RAY_ID_PREFIX}{mirror.name}-*" / "*"))
-    return Path(found[0]) if found else None
+    found = [job for staging in staging_dirs(mirror.name) for job in staging.iterdir()]
+    return found[0] if found else None
 
 
 def training_process(job_dir: Path) -> int | None:
@@ -581,8 +580,7 @@ def test_a_job_on_an_object_store_whose_node_dies_is_resubmitted_and_resumes_fro
         mirror = mirror_dir(uri)
         cleanup.callback(shutil.rmtree, mirror, ignore_errors=True)
         # The staging directory the lost node left (a machine lost takes its disk along; this one is shared).
-        left = Path(tempfile.gettempdir()).glob(f"rllm-{attempts.RAY_ID_PREFIX}{mirror.name}-*")
-        cleanup.callback(lambda: [shutil.rmtree(p, ignore_errors=True) for p in left])
+        cleanup.callback(lambda: [shutil.rmtree(p, ignore_errors=True) for p in staging_dirs(mirror.name)])
         for key, value in s3.env.items():
             monkeypatch.setenv(key, value)
         s3.make_bucket("rllm-sweeps")  # the user's bucket

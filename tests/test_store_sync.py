@@ -15,7 +15,7 @@ import pytest
 from s3_server import S3Server, s3_server
 
 from launchers.ray_task import relocated
-from rllm_sweeps.records.store import StoreSync, child_uri, is_object_store, mirror_dir
+from rllm_sweeps.records.store import StoreSync, child_uri, mirror_dir
 from rllm_sweeps.sweep.storage import locate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def test_an_object_store_uri_is_kept_with_a_mirror_on_this_machine(server: S3Ser
     assert storage.store_uri == uri and storage.path == mirror_dir(uri)
     with_options = f"{uri}?endpoint_override={server.endpoint.removeprefix('http://')}&scheme=http"
     assert mirror_dir(with_options) == mirror_dir(uri)  # named after the bucket and path, not the options
-    assert is_object_store(uri) and not is_object_store("file:///shared/x") and not is_object_store("/shared/x")
+    assert locate("file:///shared/x").store_uri is None and locate("/shared/x").store_uri is None
 
 
 def test_what_one_side_pushes_the_other_pulls_leaving_out_locks_scratch_tokens_and_temporary_files(

@@ -72,12 +72,6 @@ def patiently[T](action: Callable[[], T], what: str, *, tries: int) -> T:
     raise AssertionError("unreachable: tries >= 1")
 
 
-def is_object_store(uri: str) -> bool:
-    """A URI `pyarrow.fs` opens as other than local files (its scheme is not `file`)."""
-    scheme = urlsplit(uri).scheme
-    return "://" in uri and scheme not in ("", "file", "local")
-
-
 def mirror_dir(uri: str) -> Path:
     """Where the sweeper keeps its copy of the sweep stored at `uri`: one directory per stored path,
     named after it (the query, which holds the endpoint and options, left out)."""

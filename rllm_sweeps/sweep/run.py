@@ -26,10 +26,10 @@ from launchers.choice import LauncherRefused
 from rllm_sweeps.config.source import ConfigSource, use_source
 from rllm_sweeps.override_text import set_value
 from rllm_sweeps.problems import ConfigError, first_line
-from rllm_sweeps.records.layout import JOBS_DIR, SweepPaths
+from rllm_sweeps.records.layout import SweepPaths
 from rllm_sweeps.records.manifest import record_invocation
 from rllm_sweeps.records.plan import PlanRecord, read_plan
-from rllm_sweeps.records.store import CHECKPOINTS, STORE_TRIES, StoreSync, patiently
+from rllm_sweeps.records.store import STORE_TRIES, StoreSync, patiently
 from rllm_sweeps.records.writable import unwritable
 from rllm_sweeps.stop import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, Stop
 from rllm_sweeps.sweep import interrupts
@@ -47,7 +47,7 @@ from rllm_sweeps.sweep.parse_cli import parse_sweep_lenient
 from rllm_sweeps.sweep.plan import Plan
 from rllm_sweeps.sweep.planner import plan_request
 from rllm_sweeps.sweep.runner import JobSource, StaticSource, SweepRunner
-from rllm_sweeps.sweep.storage import SweepStorage, locate
+from rllm_sweeps.sweep.storage import SweepStorage, fetch_records, locate
 from rllm_sweeps.sweep.sweeper_lock import SweeperBusy, hold_sweep_dir
 from rllm_sweeps.sweeper_settings import SweeperSettings
 
@@ -253,12 +253,10 @@ def fill_mirror(store: StoreSync, *, dry_run: bool) -> None:
     """The sweeper's mirror of the store up to date: a run's, every record but the checkpoints (it
     resumes the sweep); a dry run's, the sweep's own files (whose sweep it is). A one-line Stop where
     the store does not answer."""
-    skip = frozenset({CHECKPOINTS, JOBS_DIR} if dry_run else {CHECKPOINTS})
     try:
-        fetched = store.pull(skip=skip)
-    except OSError as err:
-        why = f"the store does not answer: {first_line(err)}"
-        raise Stop(EXIT_BAD_INPUT, f"error: nothing was submitted: hydra.sweep.dir={store.uri}: {why}") from None
+        fetched = fetch_records(store, own_files_only=dry_run)
+    except ConfigError as err:
+        raise Stop(EXIT_BAD_INPUT, f"error: nothing was submitted: {err.issues[0].message}") from None
     print(f"[sweep] {store.uri}: mirrored in {store.local} ({fetched} files fetched)", flush=True)
 
 

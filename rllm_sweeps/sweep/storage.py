@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rllm_sweeps.problems import ConfigError, ConfigIssue, first_line
-from rllm_sweeps.records.store import mirror_dir
+from rllm_sweeps.records.layout import JOBS_DIR
+from rllm_sweeps.records.store import CHECKPOINTS, StoreSync, mirror_dir
 
 KEY = "hydra.sweep.dir"
 
@@ -49,6 +50,18 @@ def locate(given: str) -> SweepStorage:
     return SweepStorage(mirror_dir(given), given)
 
 
+def fetch_records(store: StoreSync, *, own_files_only: bool = False) -> int:
+    """The store's records into the sweeper's mirror, never the checkpoints (`own_files_only`: the
+    sweep's own files, none of its jobs'); how many files were fetched. ConfigError naming
+    hydra.sweep.dir where the store does not answer."""
+    skip = frozenset({CHECKPOINTS, JOBS_DIR} if own_files_only else {CHECKPOINTS})
+    try:
+        return store.pull(skip=skip)
+    except OSError as err:
+        issue = ConfigIssue(KEY, f"{KEY}={store.uri}: the store does not answer: {first_line(err)}")
+        raise ConfigError([issue]) from None
+
+
 def readable_sweep_dir(given: str) -> Path:
     """The sweep directory `given` (a path or a URI) as a local directory to read (`rllm-sweeps status`,
     `report`): an object store's sweep is fetched into this machine's mirror of it first, its
@@ -56,11 +69,6 @@ def readable_sweep_dir(given: str) -> Path:
     storage = locate(given)
     if storage.store_uri is None:
         return storage.path
-    from rllm_sweeps.records.store import CHECKPOINTS, StoreSync
-
-    try:
-        fetched = StoreSync(storage.store_uri, storage.path).pull(skip=frozenset({CHECKPOINTS}))
-    except OSError as err:
-        raise ConfigError([ConfigIssue(KEY, f"{given}: the store does not answer: {first_line(err)}")]) from None
+    fetched = fetch_records(StoreSync(storage.store_uri, storage.path))
     print(f"{given}: fetched {fetched} files into {storage.path}", file=sys.stderr)
     return storage.path
